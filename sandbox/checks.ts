@@ -1,0 +1,34 @@
+// The vocabulary of validation shared by the sandbox, the server and the SDK's wire types.
+
+export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run"] as const;
+export type Check = (typeof CHECKS)[number];
+
+export interface CheckFailure {
+  check: Check;
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+/** Module names a grader may import values from; each is bundled or provided by the prelude. */
+export const IMPORT_ALLOW_LIST = ["gradebox"] as const;
+
+/** The mock thread of the test_run check (the function-grader contract fixes it). */
+export const MOCK_THREAD = {
+  turns: [
+    { role: "user", content: "What is 2+2?" },
+    { role: "assistant", content: "4" },
+  ],
+  metadata: {},
+} as const;
+
+/** Codes a single grading call can end with, besides a score. */
+export const GRADE_ERROR_CODES = [
+  "GRADER_ERROR",
+  "GRADER_TIMEOUT",
+  "GRADER_MEMORY_LIMIT",
+  "INVALID_SCORE",
+  "SANDBOX_CRASHED",
+] as const;
+export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
+export type GradeOutcome = { score: number } | { error: { code: GradeErrorCode; message: string } };

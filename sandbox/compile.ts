@@ -1,0 +1,85 @@
+// esbuild: the syntax check on the source as submitted, and the bundle that becomes one
+// self-contained script per grader (an IIFE with no imports left in it).
+
+import * as esbuild from "esbuild";
+import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
+
+const TARGET = "es2022";
+
+function firstError(errors: esbuild.Message[], check: CheckFailure["check"]): CheckFailure {
+  const e = errors[0];
+  const where = e?.location;
+  return {
+    check,
+    message: where ? `${e.text} (line ${where.line}, column ${where.column + 1})` : (e?.text ?? "compilation failed"),
+    ...(where ? { line: where.line, column: where.column + 1 } : {}),
+  };
+}
+
+/** Check 1. Parses the source exactly as submitted, so positions are the user's own. */
+export async function checkSyntax(source: string): Promise<CheckFailure | undefined> {
+  try {
+    await esbuild.transform(source, { loader: "ts", target: TARGET, logLevel: "silent" });
+    return undefined;
+  } catch (error) {
+    const errors = (error as esbuild.TransformFailure).errors;
+    if (!errors) throw error;
+    return firstError(errors, "syntax");
+  }
+}
+
+// Allow-listed modules resolve to tiny virtual modules over what the prelude defines; anything
+// else is refused here too, even though the structure check has already rejected it.
+const virtualModules: Record<(typeof IMPORT_ALLOW_LIST)[number], string> = {
+  gradebox: "export const StringThread = globalThis.StringThread;",
+};
+
+const sandboxedImports: esbuild.Plugin = {
+  name: "gradebox-sandboxed-imports",
+  setup(build) {
+    build.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === "entry-point") return undefined;
+      if (args.path in virtualModules) return { path: args.path, namespace: "gradebox-virtual" };
+      return { errors: [{ text: `import of "${args.path}" is not allowed in a grader` }] };
+    });
+    build.onLoad({ filter: /.*/, namespace: "gradebox-virtual" }, (args) => ({
+      contents: virtualModules[args.path as keyof typeof virtualModules],
+      loader: "js",
+    }));
+  },
+};
+
+/** Bundles the analysed source into one script. */
+export async function bundle(code: string): Promise<{ compiled: string } | CheckFailure> {
+  try {
+    const result = await esbuild.build({
+      stdin: { contents: code, loader: "ts", sourcefile: "grader.ts" },
+      bundle: true,
+      write: false,
+      format: "iife",
+      platform: "neutral",
+      target: TARGET,
+      logLevel: "silent",
+      plugins: [sandboxedImports],
+    });
+    return { compiled: result.outputFiles[0].text };
+  } catch (error) {
+    const errors = (error as esbuild.BuildFailure).errors;
+    if (!errors) throw error;
+    return firstError(errors, "structure");
+  }
+}
+
+/** The prelude, bundled once per worker process. */
+export function bundlePrelude(): string {
+  const result = esbuild.buildSync({
+    entryPoints: [new URL("./prelude.ts", import.meta.url).pathname],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "neutral",
+    target: TARGET,
+    logLevel: "silent",
+  });
+  return result.outputFiles[0].text;
+}

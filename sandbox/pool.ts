@@ -1,0 +1,217 @@
+// The server's handle on the sandbox workers: starts them, dispatches requests (one in flight
+// per worker, preferring a worker that already holds the grader warm), and supervises them. A
+// worker that dies or stops answering is replaced; the request it held is answered with an
+// error at once, and queued requests go to the other workers, so nothing ever hangs.
+
+import { type ChildProcess, fork } from "node:child_process";
+import type { GradeErrorCode, GradeOutcome } from "./checks.ts";
+import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
+import { LIMITS_ENV, type WorkerHello, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+
+export interface PoolOptions {
+  size: number;
+  limits: EngineLimits;
+}
+
+type Payload = DistributiveOmit<WorkerRequest, "id">;
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+
+interface Job {
+  payload: Payload;
+  graderId?: string;
+  resolve: (reply: WorkerReply) => void;
+  reject: (error: Error) => void;
+  /** ms the worker may take before it is presumed stuck and killed */
+  budgetMs: number;
+  /** only this worker may take the job (per-worker stats) */
+  pin?: Slot;
+}
+
+interface Slot {
+  child: ChildProcess;
+  ready: boolean;
+  job?: { id: number; job: Job; timer: NodeJS.Timeout };
+  /** graders this worker ran recently: dispatch prefers to send a grader back to them */
+  recent: Set<string>;
+}
+
+/** Thrown for a request whose worker died under it. */
+export class SandboxCrashError extends Error {
+  constructor(
+    readonly code: GradeErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const WORKER = new URL("./worker.ts", import.meta.url);
+const TSX = import.meta.resolve("tsx");
+const RECENT_MAX = 512;
+
+export class SandboxPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closing = false;
+  restarts = 0;
+
+  constructor(readonly options: PoolOptions) {}
+
+  async start(): Promise<void> {
+    await Promise.all(Array.from({ length: this.options.size }, () => this.spawn()));
+  }
+
+  get readyWorkers(): number {
+    return this.slots.filter((s) => s.ready).length;
+  }
+
+  get pids(): number[] {
+    return this.slots.filter((s) => s.ready).map((s) => s.child.pid as number);
+  }
+
+  private spawn(): Promise<void> {
+    const child = fork(WORKER, [], {
+      execArgv: ["--no-node-snapshot", "--import", TSX],
+      env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    const slot: Slot = { child, ready: false, recent: new Set() };
+    this.slots.push(slot);
+    return new Promise((resolve, reject) => {
+      child.on("message", (msg: WorkerReply | WorkerHello) => {
+        if (msg.op === "ready") {
+          slot.ready = true;
+          resolve();
+          this.pump();
+          return;
+        }
+        this.settle(slot, msg);
+      });
+      child.on("exit", (code, signal) => {
+        this.slots.splice(this.slots.indexOf(slot), 1);
+        if (!slot.ready) reject(new Error(`sandbox worker exited during start-up (code ${code}, signal ${signal})`));
+        this.onExit(slot, code, signal);
+      });
+      child.on("error", () => {}); // 'exit' follows and does the work
+    });
+  }
+
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    const held = slot.job;
+    if (held) {
+      clearTimeout(held.timer);
+      // V8's fatal out-of-memory path aborts the process (SIGABRT, or exit code 134)
+      const oom = signal === "SIGABRT" || code === 134;
+      held.job.reject(
+        new SandboxCrashError(
+          oom ? "GRADER_MEMORY_LIMIT" : "SANDBOX_CRASHED",
+          oom
+            ? "the grader exhausted memory and V8 aborted its sandbox worker"
+            : `the sandbox worker died while running this request (${signal ?? `exit code ${code}`})`,
+        ),
+      );
+    }
+    for (const job of this.queue.filter((j) => j.pin === slot)) {
+      this.queue.splice(this.queue.indexOf(job), 1);
+      job.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox worker exited"));
+    }
+    if (this.closing) return;
+    this.restarts++;
+    this.spawn().catch(() => {
+      // start-up failing is not a grader's fault: retry after a pause rather than spin
+      setTimeout(() => this.closing || this.spawn().catch(() => {}), 1000).unref();
+    });
+  }
+
+  private settle(slot: Slot, reply: WorkerReply): void {
+    const held = slot.job;
+    if (!held || held.id !== reply.id) return;
+    clearTimeout(held.timer);
+    slot.job = undefined;
+    if (reply.op === "failed") held.job.reject(new Error(reply.message));
+    else held.job.resolve(reply);
+    this.pump();
+  }
+
+  private pump(): void {
+    for (let qi = 0; qi < this.queue.length; ) {
+      const idle = this.slots.filter((s) => s.ready && !s.job);
+      if (idle.length === 0) return;
+      const job = this.queue[qi];
+      const slot = job.pin
+        ? idle.find((s) => s === job.pin)
+        : (job.graderId && idle.find((s) => s.recent.has(job.graderId as string))) || idle[0];
+      if (!slot) {
+        qi++;
+        continue;
+      }
+      this.queue.splice(qi, 1);
+      this.dispatch(slot, job);
+    }
+  }
+
+  private dispatch(slot: Slot, job: Job): void {
+    const id = this.nextId++;
+    if (job.graderId) {
+      slot.recent.delete(job.graderId);
+      slot.recent.add(job.graderId);
+      if (slot.recent.size > RECENT_MAX) slot.recent.delete(slot.recent.values().next().value as string);
+    }
+    const timer = setTimeout(() => slot.child.kill("SIGKILL"), job.budgetMs);
+    slot.job = { id, job, timer };
+    slot.child.send({ ...job.payload, id } as WorkerRequest);
+  }
+
+  private submit(payload: Payload, budgetMs: number, graderId?: string, pin?: Slot): Promise<WorkerReply> {
+    if (this.closing) return Promise.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox is shutting down"));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ payload, graderId, resolve, reject, budgetMs, pin });
+      this.pump();
+    });
+  }
+
+  /** Worst case for n items: each may time out twice (batch call, then alone) plus rebuilds. */
+  private budget(items: number): number {
+    return this.options.limits.timeoutMs * (2 * items + 4) + 10_000;
+  }
+
+  /** Grades threads (already a JSON array string) in order; never rejects for a grader's fault. */
+  async gradeBatch(grader: GraderCode, batchJson: string, count: number): Promise<GradeOutcome[]> {
+    try {
+      const reply = await this.submit({ op: "grade", grader, batch: batchJson, count }, this.budget(count), grader.id);
+      return (reply as Extract<WorkerReply, { op: "grade" }>).results;
+    } catch (error) {
+      if (!(error instanceof SandboxCrashError)) throw error;
+      return Array.from({ length: count }, () => ({ error: { code: error.code, message: error.message } }));
+    }
+  }
+
+  async validate(source: string, threadsJson?: string, count = 0): Promise<ValidationResult> {
+    const reply = await this.submit({ op: "validate", source, threads: threadsJson, count }, this.budget(count + 2) + 20_000);
+    return (reply as Extract<WorkerReply, { op: "validate" }>).result;
+  }
+
+  /** Warm isolates and RSS per worker (for health and benchmarks). */
+  async stats(): Promise<Array<{ warm: number; rss: number }>> {
+    const ready = this.slots.filter((s) => s.ready);
+    const replies = await Promise.all(ready.map((slot) => this.submit({ op: "stats" }, 10_000, undefined, slot)));
+    return replies.map((r) => r as Extract<WorkerReply, { op: "stats" }>).map(({ warm, rss }) => ({ warm, rss }));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const job of this.queue.splice(0)) job.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox is shutting down"));
+    await Promise.all(
+      this.slots.map(
+        (slot) =>
+          new Promise<void>((resolve) => {
+            if (slot.child.exitCode !== null || slot.child.signalCode !== null) return resolve();
+            slot.child.once("exit", () => resolve());
+            slot.child.disconnect();
+            setTimeout(() => slot.child.kill("SIGKILL"), 5000).unref();
+          }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,117 @@
+// Trusted code that runs first in every isolate, before any grader code.
+// It defines StringThread, removes what a grader has no use for (and what isolated-vm cannot
+// account for), and builds the batch runner. The host takes the runner's three functions as
+// References and deletes the global that carried them, so grader code never sees them.
+//
+// Everything the runner needs from the language is captured here, before grader code can
+// replace JSON.parse, Array.prototype.push or Date.now; the host type-checks results anyway.
+
+import { StringThread } from "../sdk/thread.ts";
+
+type Outcome = number | { code: string; message: string };
+interface CallState {
+  results: Outcome[];
+  /** index of the item running now (within this call), -1 when none */
+  current: number;
+  finished: boolean;
+}
+
+const g = globalThis as Record<string, unknown>;
+const { parse: jsonParse, stringify: jsonStringify } = JSON;
+const now = Date.now;
+const isFinite = Number.isFinite;
+const StringFn = String;
+const defineProperty = Object.defineProperty;
+const reflectApply = Reflect.apply;
+const MAX_MESSAGE = 2000;
+
+for (const name of ["WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry"]) {
+  delete g[name];
+}
+defineProperty(g, "StringThread", { value: StringThread, writable: true, configurable: true });
+// tsx/esbuild inject __name(fn, "name") calls into fn.toString(); graders sent that way need it.
+defineProperty(g, "__name", {
+  value: (target: unknown, value: string) => defineProperty(target, "name", { value, configurable: true }),
+  writable: true,
+  configurable: true,
+});
+
+let grade: ((thread: StringThread) => unknown) | undefined;
+let state: CallState = { results: [], current: -1, finished: true };
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "number") return StringFn(value);
+  if (typeof value === "object") return Array.isArray(value) ? "an array" : "an object";
+  return `a ${typeof value}`;
+}
+
+function messageOf(error: unknown): string {
+  let text: string;
+  try {
+    if (error !== null && typeof error === "object" && "message" in error) {
+      const name = (error as { name?: unknown }).name;
+      text = `${typeof name === "string" ? name : "Error"}: ${StringFn((error as { message: unknown }).message)}`;
+    } else {
+      text = `threw ${typeof error === "string" ? jsonStringify(error) : describe(error)}`;
+    }
+  } catch {
+    text = "threw a value that could not be read";
+  }
+  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
+}
+
+function install(): void {
+  const candidate = g.__gradebox_grade;
+  delete g.__gradebox_grade;
+  if (typeof candidate !== "function") {
+    throw new TypeError(`grade is not callable after the module ran (it is ${describe(candidate)})`);
+  }
+  grade = candidate as (thread: StringThread) => unknown;
+}
+
+let loaded: Array<{ turns: []; metadata?: Record<string, unknown> }> = [];
+
+/**
+ * Grades up to `maxItems` of the loaded threads from `from` on, one after another, until
+ * `sliceMs` has passed (at least one item). `batchJson` loads a new batch; "" keeps the last.
+ * Returns at once; the work runs in microtasks, which isolated-vm flushes (under the call's
+ * timeout) before the host call returns. There are no macrotasks in an isolate, so anything
+ * still pending after that flush can never settle: `collect` reports it as such.
+ */
+function run(batchJson: string, from: number, maxItems: number, sliceMs: number): void {
+  if (batchJson !== "") loaded = jsonParse(batchJson);
+  const threads = loaded;
+  const end = from + maxItems < threads.length ? from + maxItems : threads.length;
+  const call: CallState = { results: [], current: -1, finished: false };
+  state = call;
+  const fn = grade;
+  const t0 = now();
+  const loop = async () => {
+    for (let i = from; i < end; i++) {
+      if (i > from && now() - t0 >= sliceMs) break;
+      call.current = i - from;
+      let outcome: Outcome;
+      try {
+        const thread = new StringThread(threads[i].turns, threads[i].metadata ?? {});
+        const value = await reflectApply(fn as () => unknown, undefined, [thread]);
+        outcome =
+          typeof value === "number" && isFinite(value)
+            ? value
+            : { code: "INVALID_SCORE", message: `grade must resolve to a finite number, got ${describe(value)}` };
+      } catch (error) {
+        outcome = { code: "GRADER_ERROR", message: messageOf(error) };
+      }
+      defineProperty(call.results, i - from, { value: outcome, enumerable: true, writable: true, configurable: true });
+      call.current = -1;
+    }
+    call.finished = true;
+  };
+  loop();
+}
+
+function collect(): string {
+  return jsonStringify(state);
+}
+
+defineProperty(g, "__gradebox_host", { value: { install, run, collect }, configurable: true });

@@ -1,0 +1,85 @@
+// buildApp: the Fastify application, not listening. The entry point (main.ts) and the tests
+// build it with a store and a started sandbox pool.
+
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { SandboxPool } from "../sandbox/pool.ts";
+import type { Config } from "./config.ts";
+import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
+import { graderRoutes } from "./routes/graders.ts";
+import type { Store } from "./store.ts";
+
+export interface AppOptions {
+  config: Config;
+  store: Store;
+  pool: SandboxPool;
+}
+
+function describeZodIssues(error: FastifyError): string {
+  const issues = (error as unknown as { validation: Array<{ instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } }> }).validation;
+  const where = (error as unknown as { validationContext?: string }).validationContext ?? "body";
+  return issues
+    .map((i) => {
+      const path = i.params?.issue?.path?.join(".") || i.instancePath?.replace(/^\//, "").replaceAll("/", ".") || "";
+      return `${where}${path ? `.${path}` : ""}: ${i.message}`;
+    })
+    .join("; ");
+}
+
+export async function buildApp({ config, store, pool }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: ["req.headers.authorization"] },
+    bodyLimit: config.bodyLimit,
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  app.setErrorHandler((error: FastifyError, req, reply) => {
+    let code: ErrorCode;
+    let detail: string;
+    let extra: Record<string, unknown> = {};
+    if (error instanceof AppError) {
+      ({ code, detail, extra } = error);
+    } else if (hasZodFastifySchemaValidationErrors(error)) {
+      code = "INVALID_REQUEST";
+      detail = describeZodIssues(error);
+    } else if (error.code && FASTIFY_CODES[error.code]) {
+      code = FASTIFY_CODES[error.code];
+      detail =
+        code === "BODY_TOO_LARGE"
+          ? `request body is larger than ${config.bodyLimit} bytes (GRADEBOX_BODY_LIMIT)`
+          : code === "UNSUPPORTED_MEDIA_TYPE"
+            ? `send JSON with content-type: application/json (got ${JSON.stringify(req.headers["content-type"] ?? "none")})`
+            : error.message;
+    } else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      code = "INVALID_REQUEST";
+      detail = error.message;
+    } else {
+      req.log.error({ err: error }, "unhandled error");
+      code = "INTERNAL";
+      detail = "an internal error occurred; the request id identifies it in the server log";
+    }
+    const body = problem(code, detail, req.id, extra);
+    reply.code(body.status).type("application/problem+json").send(JSON.stringify(body));
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const body = problem("NOT_FOUND", `no route ${req.method} ${req.url.split("?")[0]}`, req.id);
+    reply.code(404).type("application/problem+json").send(JSON.stringify(body));
+  });
+
+  app.get("/healthz", async () => ({ status: "ok", workers: pool.readyWorkers }));
+
+  await app.register(graderRoutes, { config, store, pool });
+  return app;
+}

@@ -1,0 +1,63 @@
+// Configuration: one zod schema over process.env, parsed once at start-up.
+
+import { availableParallelism } from "node:os";
+import { z } from "zod";
+
+const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+
+const EnvSchema = z.object({
+  GRADEBOX_HOST: z.string().min(1).default("127.0.0.1"),
+  GRADEBOX_PORT: int(8787, 0, 65535),
+  GRADEBOX_DB: z.string().min(1).default("./data/gradebox.db"),
+  GRADEBOX_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  GRADEBOX_WORKERS: int(availableParallelism(), 1, 64),
+  GRADEBOX_TIMEOUT_MS: int(1000, 10, 60_000),
+  GRADEBOX_MEMORY_MB: int(64, 8, 4096),
+  GRADEBOX_WARM_ISOLATES: int(256, 1, 100_000),
+  GRADEBOX_BODY_LIMIT: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
+  GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
+  GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
+});
+
+export interface Config {
+  host: string;
+  port: number;
+  dbPath: string;
+  logLevel: z.infer<typeof EnvSchema>["GRADEBOX_LOG_LEVEL"];
+  workers: number;
+  timeoutMs: number;
+  memoryMb: number;
+  warmIsolates: number;
+  bodyLimit: number;
+  maxBatch: number;
+  maxTurns: number;
+  /** characters per turn content */
+  maxContent: number;
+}
+
+/** The source size limit of the function-grader contract (UTF-8 bytes); not configurable. */
+export const MAX_SOURCE_BYTES = 64 * 1024;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  return {
+    host: e.GRADEBOX_HOST,
+    port: e.GRADEBOX_PORT,
+    dbPath: e.GRADEBOX_DB,
+    logLevel: e.GRADEBOX_LOG_LEVEL,
+    workers: e.GRADEBOX_WORKERS,
+    timeoutMs: e.GRADEBOX_TIMEOUT_MS,
+    memoryMb: e.GRADEBOX_MEMORY_MB,
+    warmIsolates: e.GRADEBOX_WARM_ISOLATES,
+    bodyLimit: e.GRADEBOX_BODY_LIMIT,
+    maxBatch: e.GRADEBOX_MAX_BATCH,
+    maxTurns: e.GRADEBOX_MAX_TURNS,
+    maxContent: e.GRADEBOX_MAX_CONTENT,
+  };
+}

@@ -1,0 +1,54 @@
+// Domain errors and the one table that maps them to HTTP. Responses are
+// application/problem+json: {type, title, status, detail, code, requestId, …extra}.
+
+export const ERRORS = {
+  INVALID_REQUEST: { status: 400, title: "Invalid request" },
+  INVALID_JSON: { status: 400, title: "Malformed JSON body" },
+  UNAUTHORIZED: { status: 401, title: "Missing or invalid API key" },
+  NOT_FOUND: { status: 404, title: "No such route" },
+  GRADER_NOT_FOUND: { status: 404, title: "Grader not found" },
+  METHOD_NOT_ALLOWED: { status: 405, title: "Method not allowed" },
+  GRADER_EXISTS: { status: 409, title: "Grader already exists" },
+  GRADER_LOCKED: { status: 409, title: "Grader is locked" },
+  SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },
+  BODY_TOO_LARGE: { status: 413, title: "Request body too large" },
+  BATCH_TOO_LARGE: { status: 413, title: "Batch too large" },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "Unsupported media type" },
+  VALIDATION_FAILED: { status: 422, title: "Grader validation failed" },
+  GRADER_ERROR: { status: 422, title: "The grader threw an error" },
+  GRADER_TIMEOUT: { status: 422, title: "The grader exceeded its time limit" },
+  GRADER_MEMORY_LIMIT: { status: 422, title: "The grader exceeded its memory limit" },
+  INVALID_SCORE: { status: 422, title: "The grader did not return a finite number" },
+  SANDBOX_CRASHED: { status: 422, title: "The sandbox worker running the grader crashed" },
+  INTERNAL: { status: 500, title: "Internal server error" },
+  SANDBOX_UNAVAILABLE: { status: 503, title: "No sandbox worker is available" },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(detail);
+  }
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+}
+
+/** Fastify's own request errors, mapped onto our codes. */
+export const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: "INVALID_JSON",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "INVALID_JSON",
+  FST_ERR_CTP_BODY_TOO_LARGE: "BODY_TOO_LARGE",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "INVALID_REQUEST",
+};
+
+export function problem(code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}) {
+  const { status, title } = ERRORS[code];
+  return { type: `urn:gradebox:error:${code}`, title, status, detail, code, requestId, ...extra };
+}

@@ -1,0 +1,203 @@
+// /v1/projects/:project/graders — register, validate, list, get, lock, delete, grade.
+
+import { createHash } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { GradeOutcome } from "../../sandbox/checks.ts";
+import type { SandboxPool } from "../../sandbox/pool.ts";
+import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
+import { AppError } from "../errors.ts";
+import {
+  GradeResult,
+  Grader,
+  GraderKey,
+  GraderParams,
+  GraderWithSource,
+  Problem,
+  ProjectParams,
+  threadSchema,
+} from "../schemas.ts";
+import type { GraderRow, Store } from "../store.ts";
+
+export interface GraderRoutesOptions {
+  config: Config;
+  store: Store;
+  pool: SandboxPool;
+}
+
+const errors = { 400: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem, 500: Problem, 503: Problem };
+
+function summary(row: GraderRow): z.infer<typeof Grader> {
+  const { project, key, kind, description, locked, warnings, sourceSha256, createdAt, updatedAt } = row;
+  return { project, key, kind, description, locked, warnings, sourceSha256, createdAt, updatedAt };
+}
+
+function checkSourceSize(source: string): void {
+  const bytes = Buffer.byteLength(source, "utf8");
+  if (bytes > MAX_SOURCE_BYTES) {
+    throw new AppError("SOURCE_TOO_LARGE", `grader source is ${bytes} bytes of UTF-8; the limit is ${MAX_SOURCE_BYTES} (64 KiB)`, {
+      limit: MAX_SOURCE_BYTES,
+      size: bytes,
+    });
+  }
+}
+
+function checkBatch(count: number, config: Config): void {
+  if (count > config.maxBatch) {
+    throw new AppError("BATCH_TOO_LARGE", `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${count}`, {
+      limit: config.maxBatch,
+    });
+  }
+}
+
+export async function graderRoutes(fastify: FastifyInstance, { config, store, pool }: GraderRoutesOptions) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const Thread = threadSchema(config);
+  const base = "/v1/projects/:project/graders";
+
+  /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
+  async function validate(source: string, threads?: unknown[]) {
+    checkSourceSize(source);
+    const result = await pool.validate(source, threads && JSON.stringify(threads), threads?.length ?? 0);
+    if (!result.ok) {
+      const { check, message, line, column } = result.failure;
+      throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
+    }
+    return result;
+  }
+
+  app.post(
+    base,
+    {
+      schema: {
+        operationId: "graders.create.function",
+        params: ProjectParams,
+        body: z.object({ key: GraderKey, source: z.string(), description: z.string().max(2000).default("") }),
+        response: { 201: GraderWithSource, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const { project } = req.params;
+      const { key, source, description } = req.body;
+      if (store.get(project, key)) {
+        throw new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
+      }
+      const { compiled, warnings } = await validate(source);
+      const sourceSha256 = createHash("sha256").update(source).digest("hex");
+      const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings });
+      return reply.code(201).send({ ...summary(row), source: row.source });
+    },
+  );
+
+  app.post(
+    `${base}/validate`,
+    {
+      schema: {
+        operationId: "graders.validate",
+        params: ProjectParams,
+        body: z.object({ source: z.string(), threads: z.array(Thread).optional() }),
+        response: { 200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }), ...errors },
+      },
+    },
+    async (req) => {
+      if (req.body.threads) checkBatch(req.body.threads.length, config);
+      const { warnings, results } = await validate(req.body.source, req.body.threads);
+      return { valid: true as const, warnings, ...(results ? { results } : {}) };
+    },
+  );
+
+  app.get(
+    base,
+    {
+      schema: {
+        operationId: "graders.list",
+        params: ProjectParams,
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().max(128).default(""),
+        }),
+        response: { 200: z.object({ data: z.array(Grader), nextCursor: z.string().nullable() }), ...errors },
+      },
+    },
+    async (req) => {
+      const { limit, cursor } = req.query;
+      const rows = store.list(req.params.project, cursor, limit + 1);
+      const page = rows.slice(0, limit);
+      return { data: page.map(summary), nextCursor: rows.length > limit ? (page.at(-1)?.key ?? null) : null };
+    },
+  );
+
+  app.get(
+    `${base}/:graderKey`,
+    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderWithSource, ...errors } } },
+    async (req) => {
+      const row = store.mustGet(req.params.project, req.params.graderKey);
+      return { ...summary(row), source: row.source };
+    },
+  );
+
+  app.put(
+    `${base}/:graderKey/lock`,
+    {
+      schema: {
+        operationId: "graders.lock",
+        params: GraderParams,
+        body: z.object({ locked: z.boolean() }),
+        response: { 200: Grader, ...errors },
+      },
+    },
+    async (req) => summary(store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
+  );
+
+  app.delete(
+    `${base}/:graderKey`,
+    { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
+    async (req, reply) => {
+      store.delete(req.params.project, req.params.graderKey);
+      return reply.code(204).send(null);
+    },
+  );
+
+  async function grade(project: string, key: string, threads: unknown[]): Promise<GradeOutcome[]> {
+    const row = store.mustGet(project, key);
+    if (pool.readyWorkers === 0) throw new AppError("SANDBOX_UNAVAILABLE", "no sandbox worker is running; retry shortly");
+    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, JSON.stringify(threads), threads.length);
+  }
+
+  app.post(
+    `${base}/:graderKey/grade`,
+    {
+      schema: {
+        operationId: "graders.grade",
+        params: GraderParams,
+        body: z.object({ thread: Thread }),
+        response: { 200: z.object({ score: z.number(), durationMs: z.number() }), ...errors },
+      },
+    },
+    async (req) => {
+      const started = performance.now();
+      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body.thread]);
+      if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message);
+      return { score: outcome.score, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
+    },
+  );
+
+  app.post(
+    `${base}/:graderKey/grade-batch`,
+    {
+      schema: {
+        operationId: "graders.gradeBatch",
+        params: GraderParams,
+        body: z.object({ threads: z.array(Thread).min(1, "threads must hold at least one thread") }),
+        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number() }), ...errors },
+      },
+    },
+    async (req) => {
+      checkBatch(req.body.threads.length, config);
+      const started = performance.now();
+      const results = await grade(req.params.project, req.params.graderKey, req.body.threads);
+      return { results, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
+    },
+  );
+}

@@ -1,0 +1,59 @@
+// zod schemas of the HTTP API: the routes validate with them and serialize through them.
+
+import { z } from "zod";
+import { ROLES } from "../sdk/thread.ts";
+import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
+import type { Config } from "./config.ts";
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+const nameMessage = "must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters";
+
+export const ProjectParams = z.object({ project: z.string().regex(NAME, `project ${nameMessage}`) });
+export const GraderParams = ProjectParams.extend({ graderKey: z.string().regex(NAME, `grader key ${nameMessage}`) });
+export const GraderKey = z.string().regex(NAME, `key ${nameMessage}`);
+
+export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
+  return z.object({
+    turns: z
+      .array(
+        z.object({
+          role: z.enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` }),
+          content: z.string().max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`),
+        }),
+      )
+      .min(1, "a thread needs at least one turn")
+      .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  });
+}
+
+export const Grader = z.object({
+  project: z.string(),
+  key: z.string(),
+  kind: z.literal("function"),
+  description: z.string(),
+  locked: z.boolean(),
+  warnings: z.array(z.string()),
+  sourceSha256: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export const GraderWithSource = Grader.extend({ source: z.string() });
+
+export const GradeError = z.object({ code: z.enum(GRADE_ERROR_CODES), message: z.string() });
+export const GradeResult = z.union([z.object({ score: z.number() }), z.object({ error: GradeError })]);
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number(),
+    detail: z.string(),
+    code: z.string(),
+    requestId: z.string(),
+    check: z.enum(CHECKS).optional(),
+    message: z.string().optional(),
+    line: z.number().optional(),
+    column: z.number().optional(),
+  })
+  .passthrough();
