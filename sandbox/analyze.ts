@@ -187,7 +187,11 @@ export function analyze(source: string): Analysis | CheckFailure {
   if (named.length > 0) {
     entry = named[0];
     if (entry.notAFunction) {
-      return { check: "structure", message: "grade must be an async function, e.g. `async function grade(thread) { … }`", ...position(sf, entry.statement) };
+      return {
+        check: "structure",
+        message: "grade must be an async function, e.g. `async function grade(thread) { … }`",
+        ...position(sf, entry.statement),
+      };
     }
   } else if (findNestedGrade(sf)) {
     return {

@@ -23,12 +23,6 @@ export const MOCK_THREAD = {
 } as const;
 
 /** Codes a single grading call can end with, besides a score. */
-export const GRADE_ERROR_CODES = [
-  "GRADER_ERROR",
-  "GRADER_TIMEOUT",
-  "GRADER_MEMORY_LIMIT",
-  "INVALID_SCORE",
-  "SANDBOX_CRASHED",
-] as const;
+export const GRADE_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
 export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
 export type GradeOutcome = { score: number } | { error: { code: GradeErrorCode; message: string } };

@@ -2,7 +2,7 @@
 // self-contained script per grader (an IIFE with no imports left in it).
 
 import * as esbuild from "esbuild";
-import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
+import type { CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
 
 const TARGET = "es2022";
 

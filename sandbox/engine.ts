@@ -4,7 +4,7 @@
 
 import ivm from "isolated-vm";
 import { analyze } from "./analyze.ts";
-import { type CheckFailure, type GradeErrorCode, type GradeOutcome, GRADE_ERROR_CODES, MOCK_THREAD } from "./checks.ts";
+import { type CheckFailure, GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome, MOCK_THREAD } from "./checks.ts";
 import { bundle, bundlePrelude, checkSyntax } from "./compile.ts";
 
 export interface EngineLimits {
@@ -151,7 +151,12 @@ export class Engine {
    * other item still gets its own score.
    */
   gradeBatch(grader: GraderCode, batchJson: string, count: number): GradeOutcome[] {
-    return this.gradeWith(() => this.runtime(grader), () => this.evict(grader.id), batchJson, count);
+    return this.gradeWith(
+      () => this.runtime(grader),
+      () => this.evict(grader.id),
+      batchJson,
+      count,
+    );
   }
 
   private gradeWith(acquire: () => Runtime, discard: () => void, batchJson: string, count: number): GradeOutcome[] {

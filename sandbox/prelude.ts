@@ -19,7 +19,8 @@ interface CallState {
 const g = globalThis as Record<string, unknown>;
 const { parse: jsonParse, stringify: jsonStringify } = JSON;
 const now = Date.now;
-const isFinite = Number.isFinite;
+const numberIsFinite = Number.isFinite;
+const min = Math.min;
 const StringFn = String;
 const defineProperty = Object.defineProperty;
 const reflectApply = Reflect.apply;
@@ -82,7 +83,7 @@ let loaded: Array<{ turns: []; metadata?: Record<string, unknown> }> = [];
 function run(batchJson: string, from: number, maxItems: number, sliceMs: number): void {
   if (batchJson !== "") loaded = jsonParse(batchJson);
   const threads = loaded;
-  const end = from + maxItems < threads.length ? from + maxItems : threads.length;
+  const end = min(from + maxItems, threads.length);
   const call: CallState = { results: [], current: -1, finished: false };
   state = call;
   const fn = grade;
@@ -96,7 +97,7 @@ function run(batchJson: string, from: number, maxItems: number, sliceMs: number)
         const thread = new StringThread(threads[i].turns, threads[i].metadata ?? {});
         const value = await reflectApply(fn as () => unknown, undefined, [thread]);
         outcome =
-          typeof value === "number" && isFinite(value)
+          typeof value === "number" && numberIsFinite(value)
             ? value
             : { code: "INVALID_SCORE", message: `grade must resolve to a finite number, got ${describe(value)}` };
       } catch (error) {

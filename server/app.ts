@@ -17,7 +17,9 @@ export interface AppOptions {
 }
 
 function describeZodIssues(error: FastifyError): string {
-  const issues = (error as unknown as { validation: Array<{ instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } }> }).validation;
+  const issues = (
+    error as unknown as { validation: Array<{ instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } }> }
+  ).validation;
   const where = (error as unknown as { validationContext?: string }).validationContext ?? "body";
   return issues
     .map((i) => {

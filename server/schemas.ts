@@ -1,8 +1,8 @@
 // zod schemas of the HTTP API: the routes validate with them and serialize through them.
 
 import { z } from "zod";
-import { ROLES } from "../sdk/thread.ts";
 import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
+import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;

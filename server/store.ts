@@ -59,7 +59,9 @@ function fromRaw(r: Raw): GraderRow {
 }
 
 export function migrate(db: Database.Database): string[] {
-  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT");
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT",
+  );
   const applied = new Set((db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version));
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((f) => /^\d{4}_.+\.sql$/.test(f))
@@ -108,7 +110,10 @@ export class Store {
       this.stmts.insert.run({ ...g, id, warnings: JSON.stringify(g.warnings), now: new Date().toISOString() });
     } catch (error) {
       if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
-        throw new AppError("GRADER_EXISTS", `grader "${g.key}" already exists in project "${g.project}"; delete it first or pick another key`);
+        throw new AppError(
+          "GRADER_EXISTS",
+          `grader "${g.key}" already exists in project "${g.project}"; delete it first or pick another key`,
+        );
       }
       throw error;
     }

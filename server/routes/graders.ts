@@ -8,16 +8,7 @@ import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { SandboxPool } from "../../sandbox/pool.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
-import {
-  GradeResult,
-  Grader,
-  GraderKey,
-  GraderParams,
-  GraderWithSource,
-  Problem,
-  ProjectParams,
-  threadSchema,
-} from "../schemas.ts";
+import { GradeResult, Grader, GraderKey, GraderParams, GraderWithSource, Problem, ProjectParams, threadSchema } from "../schemas.ts";
 import type { GraderRow, Store } from "../store.ts";
 
 export interface GraderRoutesOptions {
@@ -97,7 +88,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.validate",
         params: ProjectParams,
         body: z.object({ source: z.string(), threads: z.array(Thread).optional() }),
-        response: { 200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }), ...errors },
+        response: {
+          200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }),
+          ...errors,
+        },
       },
     },
     async (req) => {

@@ -1,0 +1,212 @@
+// The Gradebox client: resources over fetch, with timeouts, retries where a repeat is safe
+// (backoff with jitter, honouring retry-after), and typed errors.
+
+import { APIConnectionError, APITimeoutError, errorFromResponse, GradeboxError } from "./errors.ts";
+import { functionSource } from "./source.ts";
+import { StringThread, type WireThread } from "./thread.ts";
+import type {
+  CreateFunctionParams,
+  GradeBatchResponse,
+  GradeResponse,
+  Grader,
+  GraderPage,
+  GraderSourceInput,
+  GraderWithSource,
+  ThreadInput,
+  ValidateResponse,
+} from "./types.ts";
+
+export interface ClientOptions {
+  /** default: GRADEBOX_URL, else http://127.0.0.1:8787 */
+  baseURL?: string;
+  /** default: GRADEBOX_PROJECT, else "default" */
+  project?: string;
+  /** sent as `Authorization: Bearer …`; default: GRADEBOX_API_KEY */
+  apiKey?: string;
+  fetch?: typeof fetch;
+  /** per attempt, in ms (default 60 000) */
+  timeout?: number;
+  /** retries of a request that is safe to repeat (default 2) */
+  maxRetries?: number;
+}
+
+interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | undefined>;
+  /** true when repeating the request cannot change the outcome */
+  retry: boolean;
+}
+
+const RETRY_STATUS = new Set([408, 429, 502, 503, 504]);
+const env = (name: string): string | undefined =>
+  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] || undefined;
+
+function toWire(thread: ThreadInput): WireThread {
+  return thread instanceof StringThread ? thread.toJSON() : thread;
+}
+
+async function readSource(input: GraderSourceInput): Promise<string> {
+  const given = [input.fn, input.source, input.file].filter((v) => v !== undefined).length;
+  if (given !== 1) throw new GradeboxError("pass exactly one of fn, source or file");
+  if (input.fn !== undefined) return functionSource(input.fn);
+  if (input.source !== undefined) return input.source;
+  const { readFile } = await import("node:fs/promises");
+  return readFile(input.file as string, "utf8");
+}
+
+export class Gradebox {
+  readonly baseURL: string;
+  readonly project: string;
+  readonly graders: Graders;
+  private readonly apiKey: string | undefined;
+  private readonly fetchImpl: typeof fetch;
+  private readonly timeout: number;
+  private readonly maxRetries: number;
+
+  constructor(options: ClientOptions = {}) {
+    this.baseURL = (options.baseURL ?? env("GRADEBOX_URL") ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+    this.project = options.project ?? env("GRADEBOX_PROJECT") ?? "default";
+    this.apiKey = options.apiKey ?? env("GRADEBOX_API_KEY");
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeout = options.timeout ?? 60_000;
+    this.maxRetries = options.maxRetries ?? 2;
+    this.graders = new Graders(this);
+  }
+
+  /** @internal */
+  async request<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
+    const url = new URL(this.baseURL + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (opts.body !== undefined) headers["content-type"] = "application/json";
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+
+    for (let attempt = 0; ; attempt++) {
+      const canRetry = opts.retry && attempt < this.maxRetries;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), this.timeout);
+      let response: Response;
+      try {
+        response = await this.fetchImpl(url, { method, headers, body, signal: controller.signal });
+      } catch (error) {
+        clearTimeout(timer);
+        if (canRetry) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        if (controller.signal.aborted) throw new APITimeoutError(`${method} ${url.pathname} timed out after ${this.timeout} ms`);
+        throw new APIConnectionError(`cannot reach Gradebox at ${this.baseURL}: ${(error as Error).message}`, { cause: error });
+      }
+      try {
+        const text = await response.text();
+        if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
+        if (canRetry && RETRY_STATUS.has(response.status)) {
+          await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt));
+          continue;
+        }
+        let problem: Record<string, unknown> = {};
+        try {
+          problem = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          problem = { detail: text.slice(0, 500) };
+        }
+        throw errorFromResponse(response.status, problem, response.headers.get("x-request-id") ?? undefined);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  }
+}
+
+function backoff(attempt: number): number {
+  return Math.min(8000, 500 * 2 ** attempt) * (0.75 + Math.random() * 0.5);
+}
+
+function retryAfter(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - Date.now();
+  return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export class Graders {
+  /** `graders.create.function({key, fn | source | file, description?})` */
+  readonly create: { function: (params: CreateFunctionParams) => Promise<GraderWithSource> };
+
+  constructor(private readonly client: Gradebox) {
+    this.create = {
+      function: async (params) => {
+        const source = await readSource(params);
+        return this.client.request<GraderWithSource>("POST", this.path(), {
+          body: { key: params.key, source, description: params.description ?? "" },
+          retry: false,
+        });
+      },
+    };
+  }
+
+  private path(suffix = ""): string {
+    return `/v1/projects/${encodeURIComponent(this.client.project)}/graders${suffix}`;
+  }
+
+  private keyPath(graderKey: string, suffix = ""): string {
+    return this.path(`/${encodeURIComponent(graderKey)}${suffix}`);
+  }
+
+  /** Runs the five checks without saving; grades `threads` too when given. */
+  async validate(params: GraderSourceInput & { threads?: ThreadInput[] }): Promise<ValidateResponse> {
+    const source = await readSource(params);
+    return this.client.request("POST", this.path("/validate"), {
+      body: { source, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) },
+      retry: true,
+    });
+  }
+
+  /** Every grader in the project (follows pages). */
+  async list(): Promise<Grader[]> {
+    const all: Grader[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage({ limit: 200, cursor });
+      all.push(...page.data);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return all;
+  }
+
+  /** One page, sorted by key. */
+  listPage(params: { limit?: number; cursor?: string } = {}): Promise<GraderPage> {
+    return this.client.request("GET", this.path(), { query: params, retry: true });
+  }
+
+  get({ graderKey }: { graderKey: string }): Promise<GraderWithSource> {
+    return this.client.request("GET", this.keyPath(graderKey), { retry: true });
+  }
+
+  lock({ graderKey, locked }: { graderKey: string; locked: boolean }): Promise<Grader> {
+    return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body: { locked }, retry: true });
+  }
+
+  /** Refused with ConflictError (GRADER_LOCKED) while the grader is locked. */
+  async delete({ graderKey }: { graderKey: string }): Promise<void> {
+    await this.client.request("DELETE", this.keyPath(graderKey), { retry: true });
+  }
+
+  /** Grades one thread; a grader failure throws GraderRuntimeError with its code. */
+  grade({ graderKey, thread }: { graderKey: string; thread: ThreadInput }): Promise<GradeResponse> {
+    return this.client.request("POST", this.keyPath(graderKey, "/grade"), { body: { thread: toWire(thread) }, retry: true });
+  }
+
+  /** Grades many threads in one request; results come back in input order, each a score or an error. */
+  gradeBatch({ graderKey, threads }: { graderKey: string; threads: ThreadInput[] }): Promise<GradeBatchResponse> {
+    return this.client.request("POST", this.keyPath(graderKey, "/grade-batch"), {
+      body: { threads: threads.map(toWire) },
+      retry: true,
+    });
+  }
+}

@@ -1,0 +1,102 @@
+// Error classes: one per HTTP status family, plus the two a grader author meets most.
+
+export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run";
+
+export class GradeboxError extends Error {
+  override name = "GradeboxError";
+}
+
+/** The server answered with an error (application/problem+json). */
+export class APIError extends GradeboxError {
+  override name = "APIError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly requestId: string | undefined,
+    message: string,
+    /** the whole problem document */
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+export class BadRequestError extends APIError {
+  override name = "BadRequestError";
+}
+export class AuthenticationError extends APIError {
+  override name = "AuthenticationError";
+}
+export class PermissionDeniedError extends APIError {
+  override name = "PermissionDeniedError";
+}
+export class NotFoundError extends APIError {
+  override name = "NotFoundError";
+}
+export class ConflictError extends APIError {
+  override name = "ConflictError";
+}
+export class PayloadTooLargeError extends APIError {
+  override name = "PayloadTooLargeError";
+}
+export class UnprocessableEntityError extends APIError {
+  override name = "UnprocessableEntityError";
+}
+export class RateLimitError extends APIError {
+  override name = "RateLimitError";
+}
+export class InternalServerError extends APIError {
+  override name = "InternalServerError";
+}
+
+/** One of the five checks refused the grader; nothing was saved. */
+export class GraderValidationError extends UnprocessableEntityError {
+  override name = "GraderValidationError";
+  readonly check: Check;
+  readonly line?: number;
+  readonly column?: number;
+  constructor(status: number, code: string, requestId: string | undefined, message: string, body: Record<string, unknown>) {
+    super(status, code, requestId, message, body);
+    this.check = body.check as Check;
+    if (typeof body.line === "number") this.line = body.line;
+    if (typeof body.column === "number") this.column = body.column;
+  }
+}
+
+/** The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE, SANDBOX_CRASHED. */
+export class GraderRuntimeError extends UnprocessableEntityError {
+  override name = "GraderRuntimeError";
+}
+
+/** No answer from the server: refused, reset, DNS… */
+export class APIConnectionError extends GradeboxError {
+  override name = "APIConnectionError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+export class APITimeoutError extends APIConnectionError {
+  override name = "APITimeoutError";
+}
+
+const GRADER_RUNTIME_CODES = new Set(["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"]);
+
+export function errorFromResponse(status: number, body: Record<string, unknown>, requestId: string | undefined): APIError {
+  const code = typeof body.code === "string" ? body.code : `HTTP_${status}`;
+  const detail = typeof body.detail === "string" ? body.detail : typeof body.title === "string" ? body.title : `HTTP ${status}`;
+  const message = `${status} ${code}: ${detail}`;
+  const args = [status, code, requestId, message, body] as const;
+  if (code === "VALIDATION_FAILED") return new GraderValidationError(...args);
+  if (GRADER_RUNTIME_CODES.has(code)) return new GraderRuntimeError(...args);
+  const byStatus: Record<number, typeof APIError> = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+  };
+  const Cls = byStatus[status] ?? (status >= 500 ? InternalServerError : APIError);
+  return new Cls(...args);
+}

@@ -1,0 +1,7 @@
+// The Gradebox SDK: `import { Gradebox, StringThread } from "gradebox"`.
+
+export { type ClientOptions, Gradebox, Graders } from "./client.ts";
+export * from "./errors.ts";
+export { functionSource } from "./source.ts";
+export { type Metadata, ROLES, type Role, StringThread, type Turn, type WireThread, type WireTurn } from "./thread.ts";
+export type * from "./types.ts";

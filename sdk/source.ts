@@ -1,0 +1,21 @@
+// Turning a function object into grader source. fn.toString() is whatever the loader made of
+// the function (tsx minifies and adds __name calls; tsc may rename); the server accepts any of
+// these shapes and stores the entry point as `grade`.
+
+import { GradeboxError } from "./errors.ts";
+
+export function functionSource(fn: unknown): string {
+  if (typeof fn !== "function") throw new GradeboxError("fn must be a function");
+  const text = Function.prototype.toString.call(fn).trim();
+  if (/\{\s*\[native code\]\s*\}$/.test(text)) {
+    throw new GradeboxError("cannot read the source of a native or bound function: pass `source` or `file` instead");
+  }
+  // a named declaration is already a valid module: `async function myGrader(t) {…}`
+  if (/^async\s+function\s*[\w$]+\s*\(/.test(text) || /^function\s*[\w$]+\s*\(/.test(text)) return text;
+  // method shorthand from an object literal or class: `async grade(t) {…}`
+  const method = /^(async\s+)?([\w$]+)\s*\(/.exec(text);
+  if (method && method[2] !== "function" && method[2] !== "async")
+    return `${method[1] ?? ""}function ${text.slice(method[1]?.length ?? 0)}`;
+  // arrows and anonymous function expressions
+  return `const grade = ${text};`;
+}
