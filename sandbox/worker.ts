@@ -9,7 +9,11 @@ if (!process.send) {
   console.error("sandbox/worker.ts is started by the server's sandbox pool, not by hand");
   process.exit(2);
 }
-const send = process.send.bind(process);
+const channel = process.send.bind(process);
+// The pool may close the channel while a reply is on its way (shutdown): drop it quietly.
+const send = (message: WorkerReply | WorkerHello) => {
+  if (process.connected) channel(message, undefined, {}, () => {});
+};
 const limits = JSON.parse(process.env[LIMITS_ENV] ?? "") as EngineLimits;
 const engine = new Engine(limits);
 
