@@ -45,6 +45,9 @@ export class SandboxCrashError extends Error {
   }
 }
 
+/** The pool is shut down: no request can be served. */
+export class SandboxUnavailableError extends Error {}
+
 const WORKER = new URL("./worker.ts", import.meta.url);
 const TSX = import.meta.resolve("tsx");
 const RECENT_MAX = 512;
@@ -89,7 +92,8 @@ export class SandboxPool {
         this.settle(slot, msg);
       });
       child.on("exit", (code, signal) => {
-        this.slots.splice(this.slots.indexOf(slot), 1);
+        const index = this.slots.indexOf(slot);
+        if (index >= 0) this.slots.splice(index, 1);
         if (!slot.ready) reject(new Error(`sandbox worker exited during start-up (code ${code}, signal ${signal})`));
         this.onExit(slot, code, signal);
       });
@@ -164,7 +168,7 @@ export class SandboxPool {
   }
 
   private submit(payload: Payload, budgetMs: number, graderId?: string, pin?: Slot): Promise<WorkerReply> {
-    if (this.closing) return Promise.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox is shutting down"));
+    if (this.closing) return Promise.reject(new SandboxUnavailableError("the sandbox is shut down"));
     return new Promise((resolve, reject) => {
       this.queue.push({ payload, graderId, resolve, reject, budgetMs, pin });
       this.pump();
@@ -201,7 +205,7 @@ export class SandboxPool {
 
   async close(): Promise<void> {
     this.closing = true;
-    for (const job of this.queue.splice(0)) job.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox is shutting down"));
+    for (const job of this.queue.splice(0)) job.reject(new SandboxUnavailableError("the sandbox is shut down"));
     await Promise.all(
       this.slots.map(
         (slot) =>

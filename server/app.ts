@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
-import type { SandboxPool } from "../sandbox/pool.ts";
+import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { graderRoutes } from "./routes/graders.ts";
@@ -52,6 +52,9 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     let extra: Record<string, unknown> = {};
     if (error instanceof AppError) {
       ({ code, detail, extra } = error);
+    } else if (error instanceof SandboxUnavailableError) {
+      code = "SANDBOX_UNAVAILABLE";
+      detail = `${error.message}; retry shortly`;
     } else if (hasZodFastifySchemaValidationErrors(error)) {
       code = "INVALID_REQUEST";
       detail = describeZodIssues(error);

@@ -4,10 +4,8 @@
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: "Invalid request" },
   INVALID_JSON: { status: 400, title: "Malformed JSON body" },
-  UNAUTHORIZED: { status: 401, title: "Missing or invalid API key" },
   NOT_FOUND: { status: 404, title: "No such route" },
   GRADER_NOT_FOUND: { status: 404, title: "Grader not found" },
-  METHOD_NOT_ALLOWED: { status: 405, title: "Method not allowed" },
   GRADER_EXISTS: { status: 409, title: "Grader already exists" },
   GRADER_LOCKED: { status: 409, title: "Grader is locked" },
   SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },

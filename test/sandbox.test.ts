@@ -50,6 +50,19 @@ test("a V8 out-of-memory abort kills only a worker: GRADER_MEMORY_LIMIT, worker 
   assert.notDeepEqual(s.pool.pids, pidsBefore);
 });
 
+test("a module body that makes V8 abort its worker fails validation (execution) and saves nothing", async () => {
+  const res = await call(s.app, "POST", base, {
+    key: "abort-at-load",
+    source: "new Array(6e7).fill(0);\nasync function grade(t) { return 1 }",
+  });
+  assert.equal(res.status, 422, JSON.stringify(res.body));
+  assert.equal(res.body.code, "VALIDATION_FAILED");
+  assert.equal(res.body.check, "execution");
+  assert.match(res.body.message, /GRADER_MEMORY_LIMIT/);
+  assert.equal(s.store.get("faults", "abort-at-load"), undefined);
+  await healthy();
+});
+
 test("a worker killed mid-batch: SANDBOX_CRASHED for the items it held, the next call succeeds", async () => {
   const pending = call(s.app, "POST", `${base}/sleepy/grade-batch`, {
     threads: Array.from({ length: 8 }, () => thread("x", { ms: 150 })),

@@ -4,8 +4,8 @@ import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { GradeOutcome } from "../../sandbox/checks.ts";
-import type { SandboxPool } from "../../sandbox/pool.ts";
+import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
+import { SandboxCrashError, type SandboxPool, SandboxUnavailableError } from "../../sandbox/pool.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { GradeResult, Grader, GraderKey, GraderParams, GraderWithSource, Problem, ProjectParams, threadSchema } from "../schemas.ts";
@@ -50,7 +50,12 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
   async function validate(source: string, threads?: unknown[]) {
     checkSourceSize(source);
-    const result = await pool.validate(source, threads && JSON.stringify(threads), threads?.length ?? 0);
+    const result = await pool.validate(source, threads && JSON.stringify(threads), threads?.length ?? 0).catch((error: unknown) => {
+      if (!(error instanceof SandboxCrashError)) throw error;
+      // the module body or the test run took its worker down (V8 aborts on some OOM paths)
+      const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
+      return { ok: false as const, failure };
+    });
     if (!result.ok) {
       const { check, message, line, column } = result.failure;
       throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
@@ -155,7 +160,6 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   async function grade(project: string, key: string, threads: unknown[]): Promise<GradeOutcome[]> {
     const row = store.mustGet(project, key);
-    if (pool.readyWorkers === 0) throw new AppError("SANDBOX_UNAVAILABLE", "no sandbox worker is running; retry shortly");
     return pool.gradeBatch({ id: row.id, compiled: row.compiled }, JSON.stringify(threads), threads.length);
   }
 
