@@ -17,7 +17,7 @@ run: install
 
 check: install
 	npx tsc --noEmit
-	npx biome check sdk sandbox server test bench examples
+	npx biome check .
 
 test: check
 	$(NODE) --test --test-concurrency=1 $(TESTS)

@@ -52,6 +52,8 @@ after(() => {
 test("the README quickstart runs verbatim against the server", async () => {
   const readme = readFileSync(join(root, "README.md"), "utf8");
   assert.match(readme, /npx tsx examples\/quickstart\.ts/, "the README runs this very file");
+  const source = readFileSync(join(root, "examples/quickstart.ts"), "utf8");
+  assert.ok(readme.includes(`\`\`\`ts\n${source}\`\`\``), "the README shows the quickstart file verbatim");
   const run = () =>
     promisify(execFile)("npx", ["tsx", "examples/quickstart.ts"], { cwd: root, env: { ...process.env, GRADEBOX_URL: url } });
   const { stdout } = await run();
