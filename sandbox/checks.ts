@@ -11,7 +11,7 @@ export interface CheckFailure {
 }
 
 /** Module names a grader may import values from; each is bundled or provided by the prelude. */
-export const IMPORT_ALLOW_LIST = ["gradebox"] as const;
+export const IMPORT_ALLOW_LIST = ["gradebox", "gradebox/graders"] as const;
 
 /** The mock thread of the test_run check (the function-grader contract fixes it). */
 export const MOCK_THREAD = {
@@ -23,6 +23,19 @@ export const MOCK_THREAD = {
 } as const;
 
 /** Codes a single grading call can end with, besides a score. */
-export const GRADE_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
+export const GRADE_ERROR_CODES = [
+  "GRADER_ERROR",
+  "GRADER_TIMEOUT",
+  "GRADER_MEMORY_LIMIT",
+  "INVALID_SCORE",
+  "SANDBOX_CRASHED",
+  "COMPONENT_FAILED",
+] as const;
 export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
-export type GradeOutcome = { score: number } | { error: { code: GradeErrorCode; message: string } };
+export interface GradeScore {
+  score: number;
+  reason?: string;
+  metadata?: Record<string, unknown>;
+  subscores?: unknown[];
+}
+export type GradeOutcome = GradeScore | { error: { code: GradeErrorCode; message: string } };

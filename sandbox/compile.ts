@@ -2,7 +2,7 @@
 // self-contained script per grader (an IIFE with no imports left in it).
 
 import * as esbuild from "esbuild";
-import type { CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
+import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
 
 const TARGET = "es2022";
 
@@ -30,20 +30,25 @@ export async function checkSyntax(source: string): Promise<CheckFailure | undefi
 
 // Allow-listed modules resolve to tiny virtual modules over what the prelude defines; anything
 // else is refused here too, even though the structure check has already rejected it.
-const virtualModules: Record<(typeof IMPORT_ALLOW_LIST)[number], string> = {
+const virtualModules: Record<string, string> = {
   gradebox: "export const StringThread = globalThis.StringThread;",
 };
+const libraryFiles: Record<string, string> = {
+  "gradebox/graders": new URL("../sdk/graders.ts", import.meta.url).pathname,
+};
+const allowed = new Set<string>(IMPORT_ALLOW_LIST);
 
 const sandboxedImports: esbuild.Plugin = {
   name: "gradebox-sandboxed-imports",
   setup(build) {
     build.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === "entry-point") return undefined;
-      if (args.path in virtualModules) return { path: args.path, namespace: "gradebox-virtual" };
+      if (allowed.has(args.path) && args.path in libraryFiles) return { path: libraryFiles[args.path] };
+      if (allowed.has(args.path) && args.path in virtualModules) return { path: args.path, namespace: "gradebox-virtual" };
       return { errors: [{ text: `import of "${args.path}" is not allowed in a grader` }] };
     });
     build.onLoad({ filter: /.*/, namespace: "gradebox-virtual" }, (args) => ({
-      contents: virtualModules[args.path as keyof typeof virtualModules],
+      contents: virtualModules[args.path],
       loader: "js",
     }));
   },

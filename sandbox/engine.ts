@@ -104,8 +104,26 @@ class Runtime {
   }
 }
 
+const isPlainObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
+
+/** The prelude already checked these; the host checks again, trusting nothing from an isolate. */
 function checkedOutcome(value: unknown): GradeOutcome {
   if (typeof value === "number" && Number.isFinite(value)) return { score: value };
+  if (isPlainObject(value) && typeof value.score === "number" && Number.isFinite(value.score)) {
+    const { score, reason, metadata, subscores } = value;
+    const shapeOk =
+      (reason === undefined || typeof reason === "string") &&
+      (metadata === undefined || isPlainObject(metadata)) &&
+      (subscores === undefined || Array.isArray(subscores));
+    if (shapeOk) {
+      return {
+        score,
+        ...(reason === undefined ? {} : { reason: reason as string }),
+        ...(metadata === undefined ? {} : { metadata: metadata as Record<string, unknown> }),
+        ...(subscores === undefined ? {} : { subscores: subscores as unknown[] }),
+      };
+    }
+  }
   const v = value as { code?: unknown; message?: unknown } | null;
   if (v && typeof v === "object" && GRADE_ERROR_CODES.includes(v.code as GradeErrorCode) && typeof v.message === "string") {
     return { error: { code: v.code as GradeErrorCode, message: v.message.slice(0, 2000) } };

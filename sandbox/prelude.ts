@@ -8,7 +8,8 @@
 
 import { StringThread } from "../sdk/thread.ts";
 
-type Outcome = number | { code: string; message: string };
+type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
+type Outcome = number | Result | { code: string; message: string };
 interface CallState {
   results: Outcome[];
   /** index of the item running now (within this call), -1 when none */
@@ -24,7 +25,10 @@ const min = Math.min;
 const StringFn = String;
 const defineProperty = Object.defineProperty;
 const reflectApply = Reflect.apply;
+const isArray = Array.isArray;
 const MAX_MESSAGE = 2000;
+/** JSON characters of one structured result (reason, metadata, subscores included) */
+const MAX_RESULT = 16 * 1024;
 
 for (const name of ["WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry"]) {
   delete g[name];
@@ -42,6 +46,7 @@ let state: CallState = { results: [], current: -1, finished: true };
 
 function describe(value: unknown): string {
   if (value === null) return "null";
+  if (value === undefined) return "undefined";
   if (typeof value === "number") return StringFn(value);
   if (typeof value === "object") return Array.isArray(value) ? "an array" : "an object";
   return `a ${typeof value}`;
@@ -60,6 +65,45 @@ function messageOf(error: unknown): string {
     text = "threw a value that could not be read";
   }
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
+}
+
+const invalid = (message: string) => ({ code: "INVALID_SCORE", message });
+
+/** A number, or {score | reward, reason?, metadata?, subscores?} copied to plain JSON. */
+function checkResult(value: unknown): Outcome {
+  if (typeof value === "number") {
+    return numberIsFinite(value) ? value : invalid(`grade must resolve to a finite number, got ${describe(value)}`);
+  }
+  if (value === null || typeof value !== "object" || isArray(value)) {
+    return invalid(`grade must resolve to a finite number or {score, reason?, metadata?, subscores?}, got ${describe(value)}`);
+  }
+  const v = value as Record<string, unknown>;
+  const score = "score" in v ? v.score : v.reward;
+  if (typeof score !== "number" || !numberIsFinite(score))
+    return invalid(`the result's score must be a finite number, got ${describe(score)}`);
+  const out: Result = { score };
+  if (v.reason !== undefined) {
+    if (typeof v.reason !== "string") return invalid(`the result's reason must be a string, got ${describe(v.reason)}`);
+    out.reason = v.reason;
+  }
+  if (v.metadata !== undefined) {
+    if (v.metadata === null || typeof v.metadata !== "object" || isArray(v.metadata)) {
+      return invalid(`the result's metadata must be an object, got ${describe(v.metadata)}`);
+    }
+    out.metadata = v.metadata;
+  }
+  if (v.subscores !== undefined) {
+    if (!isArray(v.subscores)) return invalid(`the result's subscores must be an array, got ${describe(v.subscores)}`);
+    out.subscores = v.subscores;
+  }
+  let text: string;
+  try {
+    text = jsonStringify(out);
+  } catch (error) {
+    return invalid(`the result is not JSON: ${messageOf(error)}`);
+  }
+  if (text.length > MAX_RESULT) return invalid(`the result is ${text.length} characters of JSON; the limit is ${MAX_RESULT}`);
+  return jsonParse(text) as Result; // a plain copy: no getters, no prototypes, no cycles
 }
 
 function install(): void {
@@ -95,11 +139,7 @@ function run(batchJson: string, from: number, maxItems: number, sliceMs: number)
       let outcome: Outcome;
       try {
         const thread = new StringThread(threads[i].turns, threads[i].metadata ?? {});
-        const value = await reflectApply(fn as () => unknown, undefined, [thread]);
-        outcome =
-          typeof value === "number" && numberIsFinite(value)
-            ? value
-            : { code: "INVALID_SCORE", message: `grade must resolve to a finite number, got ${describe(value)}` };
+        outcome = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
       } catch (error) {
         outcome = { code: "GRADER_ERROR", message: messageOf(error) };
       }

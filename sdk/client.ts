@@ -5,6 +5,7 @@ import { APIConnectionError, APITimeoutError, errorFromResponse, GradeboxError }
 import { functionSource } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import type {
+  CreateCombinedParams,
   CreateFunctionParams,
   GradeBatchResponse,
   GradeResponse,
@@ -136,7 +137,11 @@ function sleep(ms: number): Promise<void> {
 
 export class Graders {
   /** `graders.create.function({key, fn | source | file, description?})` */
-  readonly create: { function: (params: CreateFunctionParams) => Promise<GraderWithSource> };
+  readonly create: {
+    function: (params: CreateFunctionParams) => Promise<GraderWithSource>;
+    /** a grader that combines stored function graders of the project */
+    combined: (params: CreateCombinedParams) => Promise<GraderWithSource>;
+  };
 
   constructor(private readonly client: Gradebox) {
     this.create = {
@@ -147,6 +152,11 @@ export class Graders {
           retry: false,
         });
       },
+      combined: (params) =>
+        this.client.request<GraderWithSource>("POST", this.path("/combined"), {
+          body: { ...params, description: params.description ?? "" },
+          retry: false,
+        }),
     };
   }
 

@@ -62,7 +62,7 @@ export class GraderValidationError extends UnprocessableEntityError {
   }
 }
 
-/** The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE, SANDBOX_CRASHED. */
+/** The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE, SANDBOX_CRASHED, COMPONENT_FAILED. */
 export class GraderRuntimeError extends UnprocessableEntityError {
   override name = "GraderRuntimeError";
 }
@@ -78,7 +78,14 @@ export class APITimeoutError extends APIConnectionError {
   override name = "APITimeoutError";
 }
 
-const GRADER_RUNTIME_CODES = new Set(["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"]);
+const GRADER_RUNTIME_CODES = new Set([
+  "GRADER_ERROR",
+  "GRADER_TIMEOUT",
+  "GRADER_MEMORY_LIMIT",
+  "INVALID_SCORE",
+  "SANDBOX_CRASHED",
+  "COMPONENT_FAILED",
+]);
 
 export function errorFromResponse(status: number, body: Record<string, unknown>, requestId: string | undefined): APIError {
   const code = typeof body.code === "string" ? body.code : `HTTP_${status}`;

@@ -1,12 +1,17 @@
 // Wire types of the HTTP API, as the SDK returns them.
 
 import type { Check } from "./errors.ts";
+import type { SubScore } from "./graders.ts";
 import type { StringThread, WireThread } from "./thread.ts";
+
+export type CombineMode = "weighted" | "any" | "all";
 
 export interface Grader {
   project: string;
   key: string;
-  kind: "function";
+  kind: "function" | "combined";
+  /** combined graders only */
+  mode?: CombineMode;
   description: string;
   locked: boolean;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
@@ -15,18 +20,32 @@ export interface Grader {
   createdAt: string;
   updatedAt: string;
 }
+/** One grader in full: a function grader's source, or a combined grader's parts. */
 export interface GraderWithSource extends Grader {
-  source: string;
+  source?: string;
+  parts?: Array<{ graderKey: string; name: string; weight: number }>;
 }
 export interface GraderPage {
   data: Grader[];
   nextCursor: string | null;
 }
 
-export type GradeErrorCode = "GRADER_ERROR" | "GRADER_TIMEOUT" | "GRADER_MEMORY_LIMIT" | "INVALID_SCORE" | "SANDBOX_CRASHED";
-export type GradeResult = { score: number } | { error: { code: GradeErrorCode; message: string } };
-export interface GradeResponse {
+export type GradeErrorCode =
+  | "GRADER_ERROR"
+  | "GRADER_TIMEOUT"
+  | "GRADER_MEMORY_LIMIT"
+  | "INVALID_SCORE"
+  | "SANDBOX_CRASHED"
+  | "COMPONENT_FAILED";
+/** A score, and what the grader said about it (a grader may return a number or this object). */
+export interface GradeScore {
   score: number;
+  reason?: string;
+  metadata?: Record<string, unknown>;
+  subscores?: SubScore[];
+}
+export type GradeResult = GradeScore | { error: { code: GradeErrorCode; message: string } };
+export interface GradeResponse extends GradeScore {
   durationMs: number;
 }
 export interface GradeBatchResponse {
@@ -46,4 +65,11 @@ export type GraderSourceInput =
   | { source: string; fn?: never; file?: never }
   | { file: string; fn?: never; source?: never };
 export type CreateFunctionParams = GraderSourceInput & { key: string; description?: string };
+export interface CreateCombinedParams {
+  key: string;
+  /** weighted = combine (positive weights normalized), any = max, all = min */
+  mode: CombineMode;
+  graders: Array<{ graderKey: string; weight?: number; name?: string }>;
+  description?: string;
+}
 export type { Check, WireThread };

@@ -8,6 +8,7 @@ export const ERRORS = {
   GRADER_NOT_FOUND: { status: 404, title: "Grader not found" },
   GRADER_EXISTS: { status: 409, title: "Grader already exists" },
   GRADER_LOCKED: { status: 409, title: "Grader is locked" },
+  GRADER_IN_USE: { status: 409, title: "Grader is a part of a combined grader" },
   SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },
   BODY_TOO_LARGE: { status: 413, title: "Request body too large" },
   BATCH_TOO_LARGE: { status: 413, title: "Batch too large" },
@@ -18,6 +19,8 @@ export const ERRORS = {
   GRADER_MEMORY_LIMIT: { status: 422, title: "The grader exceeded its memory limit" },
   INVALID_SCORE: { status: 422, title: "The grader did not return a finite number" },
   SANDBOX_CRASHED: { status: 422, title: "The sandbox worker running the grader crashed" },
+  COMPONENT_FAILED: { status: 422, title: "A part of the combined grader failed" },
+  INVALID_COMPONENT: { status: 422, title: "A part of the combined grader is missing or not a function grader" },
   INTERNAL: { status: 500, title: "Internal server error" },
   SANDBOX_UNAVAILABLE: { status: 503, title: "No sandbox worker is available" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -27,10 +27,14 @@ export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
   });
 }
 
+export const CombineMode = z.enum(["weighted", "any", "all"]);
+export const PartOut = z.object({ graderKey: z.string(), name: z.string(), weight: z.number() });
+
 export const Grader = z.object({
   project: z.string(),
   key: z.string(),
-  kind: z.literal("function"),
+  kind: z.enum(["function", "combined"]),
+  mode: CombineMode.optional(),
   description: z.string(),
   locked: z.boolean(),
   warnings: z.array(z.string()),
@@ -38,10 +42,17 @@ export const Grader = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-export const GraderWithSource = Grader.extend({ source: z.string() });
+/** One grader in full: a function grader's source, or a combined grader's parts. */
+export const GraderDetail = Grader.extend({ source: z.string().optional(), parts: z.array(PartOut).optional() });
 
 export const GradeError = z.object({ code: z.enum(GRADE_ERROR_CODES), message: z.string() });
-export const GradeResult = z.union([z.object({ score: z.number() }), z.object({ error: GradeError })]);
+export const GradeScore = z.object({
+  score: z.number(),
+  reason: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  subscores: z.array(z.unknown()).optional(),
+});
+export const GradeResult = z.union([GradeScore, z.object({ error: GradeError })]);
 
 export const Problem = z
   .object({

@@ -9,11 +9,26 @@ import { AppError } from "./errors.ts";
 
 const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
 
+export type CombineMode = "weighted" | "any" | "all";
+export interface Part {
+  graderKey: string;
+  name: string;
+  weight: number;
+}
+/** A part with what grading it needs. */
+export interface ResolvedPart extends Part {
+  id: string;
+  compiled: string;
+}
+
 export interface GraderRow {
   id: string;
   project: string;
   key: string;
-  kind: "function";
+  kind: "function" | "combined";
+  /** combined graders only */
+  mode?: CombineMode;
+  parts?: ResolvedPart[];
   description: string;
   source: string;
   compiled: string;
@@ -39,6 +54,7 @@ interface Raw {
   warnings: string;
   created_at: string;
   updated_at: string;
+  mode: CombineMode | null;
 }
 
 function fromRaw(r: Raw): GraderRow {
@@ -46,7 +62,8 @@ function fromRaw(r: Raw): GraderRow {
     id: r.id,
     project: r.project,
     key: r.key,
-    kind: r.kind as "function",
+    kind: r.kind as GraderRow["kind"],
+    ...(r.mode ? { mode: r.mode } : {}),
     description: r.description,
     source: r.source,
     compiled: r.compiled,
@@ -101,7 +118,42 @@ export class Store {
       list: this.db.prepare("SELECT * FROM graders WHERE project = ? AND key > ? ORDER BY key LIMIT ?"),
       lock: this.db.prepare("UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?"),
       delete: this.db.prepare("DELETE FROM graders WHERE project = ? AND key = ? AND locked = 0"),
+      insertCombined: this.db.prepare(
+        `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
+         VALUES (@id, @project, @key, 'combined', @mode, @description, '', '', '', 0, '[]', @now, @now)`,
+      ),
+      insertPart: this.db.prepare("INSERT INTO grader_parts (combined_id, position, part_id, name, weight) VALUES (?, ?, ?, ?, ?)"),
+      parts: this.db.prepare(
+        `SELECT g.id, g.key AS graderKey, g.compiled, p.name, p.weight FROM grader_parts p JOIN graders g ON g.id = p.part_id
+         WHERE p.combined_id = ? ORDER BY p.position`,
+      ),
+      usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
     };
+  }
+
+  /** Stores a combined grader; its parts must be function graders of the same project. */
+  insertCombined(g: { project: string; key: string; description: string; mode: CombineMode; parts: Part[] }): GraderRow {
+    const id = randomUUID();
+    this.db.transaction(() => {
+      if (this.get(g.project, g.key)) {
+        throw new AppError(
+          "GRADER_EXISTS",
+          `grader "${g.key}" already exists in project "${g.project}"; delete it first or pick another key`,
+        );
+      }
+      const now = new Date().toISOString();
+      this.stmts.insertCombined.run({ id, project: g.project, key: g.key, mode: g.mode, description: g.description, now });
+      g.parts.forEach((part, position) => {
+        const row = this.get(g.project, part.graderKey);
+        if (!row)
+          throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" does not exist in project "${g.project}"; create it first`);
+        if (row.kind !== "function") {
+          throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" is a ${row.kind} grader; parts must be function graders`);
+        }
+        this.stmts.insertPart.run(id, position, row.id, part.name, part.weight);
+      });
+    })();
+    return this.get(g.project, g.key) as GraderRow;
   }
 
   insert(g: NewGrader): GraderRow {
@@ -122,7 +174,10 @@ export class Store {
 
   get(project: string, key: string): GraderRow | undefined {
     const raw = this.stmts.get.get(project, key) as Raw | undefined;
-    return raw && fromRaw(raw);
+    if (!raw) return undefined;
+    const row = fromRaw(raw);
+    if (row.kind === "combined") row.parts = this.stmts.parts.all(row.id) as ResolvedPart[];
+    return row;
   }
 
   mustGet(project: string, key: string): GraderRow {
@@ -147,6 +202,12 @@ export class Store {
       const row = this.mustGet(project, key);
       if (row.locked) {
         throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before deleting it`);
+      }
+      const users = (this.stmts.usedBy.all(row.id) as { key: string }[]).map((r) => r.key);
+      if (users.length > 0) {
+        throw new AppError("GRADER_IN_USE", `grader "${key}" is a part of ${users.map((u) => `"${u}"`).join(", ")}; delete those first`, {
+          usedBy: users,
+        });
       }
       this.stmts.delete.run(project, key);
     })();

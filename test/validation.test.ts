@@ -136,8 +136,14 @@ describe("5 test_run", () => {
     ["Infinity", "-Infinity", /got -Infinity/],
     ["a boolean", "true", /got a boolean/],
     ["a bigint", "1n", /got a bigint/],
-    ["an object", "{ score: 1 }", /got an object/],
-    ["undefined", "undefined", /got a undefined|got an undefined/],
+    ["an array", "[1]", /got an array/],
+    ["an object without a score", "{ value: 1 }", /score must be a finite number, got undefined/],
+    ["a result with a string score", '{ score: "1" }', /score must be a finite number, got a string/],
+    ["a result with a non-string reason", "{ score: 1, reason: 5 }", /reason must be a string/],
+    ["a result with array metadata", "{ score: 1, metadata: [] }", /metadata must be an object/],
+    ["a result with metadata that is not JSON", "{ score: 1, metadata: { n: 1n } }", /not JSON/],
+    ["a result over 16 KiB", '{ score: 1, reason: "x".repeat(20000) }', /limit is 16384/],
+    ["undefined", "undefined", /got undefined/],
   ] as const) {
     test(`returning ${what} fails`, async () => {
       await expectFailure(`async function grade(t) { return ${ret} }`, "test_run", pattern);

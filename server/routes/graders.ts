@@ -5,10 +5,22 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
-import { SandboxCrashError, type SandboxPool, SandboxUnavailableError } from "../../sandbox/pool.ts";
+import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
+import { gradeCombined } from "../combined.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
-import { GradeResult, Grader, GraderKey, GraderParams, GraderWithSource, Problem, ProjectParams, threadSchema } from "../schemas.ts";
+import {
+  CombineMode,
+  GradeResult,
+  Grader,
+  GraderDetail,
+  GraderKey,
+  GraderParams,
+  GradeScore,
+  Problem,
+  ProjectParams,
+  threadSchema,
+} from "../schemas.ts";
 import type { GraderRow, Store } from "../store.ts";
 
 export interface GraderRoutesOptions {
@@ -20,8 +32,15 @@ export interface GraderRoutesOptions {
 const errors = { 400: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem, 500: Problem, 503: Problem };
 
 function summary(row: GraderRow): z.infer<typeof Grader> {
-  const { project, key, kind, description, locked, warnings, sourceSha256, createdAt, updatedAt } = row;
-  return { project, key, kind, description, locked, warnings, sourceSha256, createdAt, updatedAt };
+  const { project, key, kind, mode, description, locked, warnings, sourceSha256, createdAt, updatedAt } = row;
+  return { project, key, kind, ...(mode ? { mode } : {}), description, locked, warnings, sourceSha256, createdAt, updatedAt };
+}
+
+function detail(row: GraderRow): z.infer<typeof GraderDetail> {
+  if (row.kind === "combined") {
+    return { ...summary(row), parts: (row.parts ?? []).map(({ graderKey, name, weight }) => ({ graderKey, name, weight })) };
+  }
+  return { ...summary(row), source: row.source };
 }
 
 function checkSourceSize(source: string): void {
@@ -70,7 +89,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.create.function",
         params: ProjectParams,
         body: z.object({ key: GraderKey, source: z.string(), description: z.string().max(2000).default("") }),
-        response: { 201: GraderWithSource, ...errors },
+        response: { 201: GraderDetail, ...errors },
       },
     },
     async (req, reply) => {
@@ -82,7 +101,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const { compiled, warnings } = await validate(source);
       const sourceSha256 = createHash("sha256").update(source).digest("hex");
       const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings });
-      return reply.code(201).send({ ...summary(row), source: row.source });
+      return reply.code(201).send(detail(row));
     },
   );
 
@@ -129,10 +148,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.get(
     `${base}/:graderKey`,
-    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderWithSource, ...errors } } },
+    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderDetail, ...errors } } },
     async (req) => {
-      const row = store.mustGet(req.params.project, req.params.graderKey);
-      return { ...summary(row), source: row.source };
+      return detail(store.mustGet(req.params.project, req.params.graderKey));
     },
   );
 
@@ -160,8 +178,39 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   async function grade(project: string, key: string, threads: unknown[]): Promise<GradeOutcome[]> {
     const row = store.mustGet(project, key);
-    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, JSON.stringify(threads), threads.length);
+    const batch = JSON.stringify(threads);
+    if (row.kind === "combined") return gradeCombined(pool, row.mode ?? "weighted", row.parts ?? [], batch, threads.length);
+    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, batch, threads.length);
   }
+
+  app.post(
+    `${base}/combined`,
+    {
+      schema: {
+        operationId: "graders.create.combined",
+        params: ProjectParams,
+        body: z.object({
+          key: GraderKey,
+          mode: CombineMode,
+          description: z.string().max(2000).default(""),
+          graders: z
+            .array(z.object({ graderKey: GraderKey, weight: z.number().finite().default(1), name: z.string().min(1).max(128).optional() }))
+            .min(1, "a combined grader needs at least one part")
+            .max(64, "a combined grader has at most 64 parts"),
+        }),
+        response: { 201: GraderDetail, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const { key, mode, description, graders } = req.body;
+      const parts = graders.map((g) => ({ graderKey: g.graderKey, name: g.name ?? g.graderKey, weight: g.weight }));
+      if (mode === "weighted" && !(parts.filter((p) => p.weight > 0).reduce((a, p) => a + p.weight, 0) > 0)) {
+        throw new AppError("INVALID_REQUEST", "weighted mode needs at least one part with a positive weight");
+      }
+      const row = store.insertCombined({ project: req.params.project, key, description, mode, parts });
+      return reply.code(201).send(detail(row));
+    },
+  );
 
   app.post(
     `${base}/:graderKey/grade`,
@@ -170,14 +219,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.grade",
         params: GraderParams,
         body: z.object({ thread: Thread }),
-        response: { 200: z.object({ score: z.number(), durationMs: z.number() }), ...errors },
+        response: { 200: GradeScore.extend({ durationMs: z.number() }), ...errors },
       },
     },
     async (req) => {
       const started = performance.now();
       const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body.thread]);
       if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message);
-      return { score: outcome.score, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
+      return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
     },
   );
 

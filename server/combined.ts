@@ -1,0 +1,43 @@
+// Grading with a combined grader: every part grades the whole batch (in parallel, in the
+// sandbox pool), then each item's part scores are combined with gradebox/graders' rules.
+
+import type { GradeOutcome } from "../sandbox/checks.ts";
+import type { SandboxPool } from "../sandbox/pool.ts";
+import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
+import type { CombineMode, ResolvedPart } from "./store.ts";
+
+function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
+  const metadata = { ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...outcome.metadata };
+  return { name: part.name, value: outcome.score, weight: part.weight, ...(Object.keys(metadata).length ? { metadata } : {}) };
+}
+
+export async function gradeCombined(
+  pool: SandboxPool,
+  mode: CombineMode,
+  parts: ResolvedPart[],
+  batchJson: string,
+  count: number,
+): Promise<GradeOutcome[]> {
+  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, compiled: p.compiled }, batchJson, count)));
+  return Array.from({ length: count }, (_, i): GradeOutcome => {
+    const subscores: SubScore[] = [];
+    for (const [k, part] of parts.entries()) {
+      const outcome = perPart[k][i];
+      if ("error" in outcome) {
+        return {
+          error: {
+            code: "COMPONENT_FAILED",
+            message: `part "${part.name}" (grader ${part.graderKey}) failed with ${outcome.error.code}: ${outcome.error.message}`,
+          },
+        };
+      }
+      subscores.push(subscore(part, outcome));
+    }
+    if (mode === "weighted") {
+      const { reward, subscores: weighted } = combine(subscores);
+      return { score: reward, subscores: weighted };
+    }
+    const collapsed = (mode === "any" ? combineAny : combineAll)(subscores);
+    return { score: collapsed.value, subscores: collapsed.children };
+  });
+}
