@@ -1,8 +1,14 @@
 // The README quickstart: register a grader, grade with it, manage it. Run with the server up:
 //   npx tsx examples/quickstart.ts
+import { readFileSync } from "node:fs";
 import { Gradebox, NotFoundError, StringThread } from "gradebox";
 
-const client = new Gradebox({ baseURL: process.env.GRADEBOX_URL ?? "http://127.0.0.1:8787", project: "default" });
+const client = new Gradebox({
+  baseURL: process.env.GRADEBOX_URL ?? "http://127.0.0.1:8787",
+  project: "default",
+  // `make run` created this key at first start; GRADEBOX_API_KEY wins when it is set
+  apiKey: process.env.GRADEBOX_API_KEY ?? readFileSync("data/default.key", "utf8").trim(),
+});
 
 async function grade(thread: StringThread): Promise<number> {
   const completion = thread.completion() ?? "";

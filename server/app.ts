@@ -75,6 +75,7 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
       detail = "an internal error occurred; the request id identifies it in the server log";
     }
     const body = problem(code, detail, req.id, extra);
+    if (code === "UNAUTHORIZED") reply.header("www-authenticate", 'Bearer realm="gradebox"');
     reply.code(body.status).type("application/problem+json").send(JSON.stringify(body));
   });
 

@@ -4,7 +4,9 @@
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: "Invalid request" },
   INVALID_JSON: { status: 400, title: "Malformed JSON body" },
+  UNAUTHORIZED: { status: 401, title: "Missing or invalid API key" },
   NOT_FOUND: { status: 404, title: "No such route" },
+  PROJECT_NOT_FOUND: { status: 404, title: "Project not found" },
   GRADER_NOT_FOUND: { status: 404, title: "Grader not found" },
   GRADER_EXISTS: { status: 409, title: "Grader already exists" },
   GRADER_LOCKED: { status: 409, title: "Grader is locked" },

@@ -2,6 +2,7 @@
 
 import { SandboxPool } from "../sandbox/pool.ts";
 import { buildApp } from "./app.ts";
+import { bootstrapDefaultKey } from "./bootstrap.ts";
 import { loadConfig } from "./config.ts";
 import { Store } from "./store.ts";
 
@@ -14,6 +15,7 @@ try {
 }
 
 const store = new Store(config.dbPath);
+bootstrapDefaultKey(store, config.dbPath);
 const pool = new SandboxPool({
   size: config.workers,
   limits: { timeoutMs: config.timeoutMs, memoryMb: config.memoryMb, maxWarm: config.warmIsolates },

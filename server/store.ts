@@ -6,6 +6,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { AppError } from "./errors.ts";
+import { Keys } from "./keys.ts";
 
 const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
 
@@ -99,6 +100,7 @@ export function migrate(db: Database.Database): string[] {
 
 export class Store {
   readonly db: Database.Database;
+  readonly keys: Keys;
   private readonly stmts;
 
   constructor(path: string) {
@@ -109,6 +111,7 @@ export class Store {
     this.db.pragma("busy_timeout = 5000");
     this.db.pragma("synchronous = NORMAL");
     migrate(this.db);
+    this.keys = new Keys(this.db);
     this.stmts = {
       insert: this.db.prepare(
         `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)

@@ -203,6 +203,11 @@ describe("bad requests", () => {
 });
 
 async function rawPost(url: string, payload: string, contentType: string) {
-  const res = await s.app.inject({ method: "POST", url, payload, headers: { "content-type": contentType } });
+  const res = await s.app.inject({
+    method: "POST",
+    url,
+    payload,
+    headers: { "content-type": contentType, authorization: `Bearer ${s.keyFor("acme")}` },
+  });
   return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body) };
 }

@@ -17,8 +17,12 @@ export interface TestServer {
   dir: string;
   /** set once listen() was called */
   url: string;
+  /** an API key of the project (created on first use) */
+  keyFor(project: string): string;
   close(): Promise<void>;
 }
+
+const servers = new WeakMap<FastifyInstance, TestServer>();
 
 export async function startServer(opts: { env?: Record<string, string>; listen?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "gradebox-test-"));
@@ -42,7 +46,8 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     const address = app.server.address();
     if (address && typeof address === "object") url = `http://127.0.0.1:${address.port}`;
   }
-  return {
+  const keys = new Map<string, string>();
+  const server: TestServer = {
     app,
     store,
     pool,
@@ -51,6 +56,14 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     get url() {
       return url;
     },
+    keyFor(project) {
+      let key = keys.get(project);
+      if (!key) {
+        key = store.keys.create(project).key;
+        keys.set(project, key);
+      }
+      return key;
+    },
     async close() {
       await app.close();
       await pool.close();
@@ -58,6 +71,8 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  servers.set(app, server);
+  return server;
 }
 
 export const thread = (completion: string, metadata: Record<string, unknown> = {}) => ({
@@ -68,8 +83,25 @@ export const thread = (completion: string, metadata: Record<string, unknown> = {
   metadata,
 });
 
-/** POST/PUT/GET/DELETE through app.inject, returning status and parsed JSON. */
-export async function call(app: FastifyInstance, method: "GET" | "POST" | "PUT" | "DELETE", url: string, body?: unknown) {
-  const res = await app.inject({ method, url, ...(body === undefined ? {} : { payload: body as object }) });
+/**
+ * POST/PUT/GET/DELETE through app.inject, returning status and parsed JSON. Requests to
+ * /v1/projects/<p>/… carry a key of project p unless `headers` says otherwise.
+ */
+export async function call(
+  app: FastifyInstance,
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  url: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) {
+  const project = /^\/v1\/projects\/([^/?]+)/.exec(url)?.[1];
+  const server = servers.get(app);
+  const auth = project && server ? { authorization: `Bearer ${server.keyFor(decodeURIComponent(project))}` } : {};
+  const res = await app.inject({
+    method,
+    url,
+    headers: { ...auth, ...headers },
+    ...(body === undefined ? {} : { payload: body as object }),
+  });
   return { status: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
 }

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -55,7 +55,10 @@ test("the README quickstart runs verbatim against the server", async () => {
   const source = readFileSync(join(root, "examples/quickstart.ts"), "utf8");
   assert.ok(readme.includes(`\`\`\`ts\n${source}\`\`\``), "the README shows the quickstart file verbatim");
   const run = () =>
-    promisify(execFile)("npx", ["tsx", "examples/quickstart.ts"], { cwd: root, env: { ...process.env, GRADEBOX_URL: url } });
+    promisify(execFile)("npx", ["tsx", "examples/quickstart.ts"], {
+      cwd: root,
+      env: { ...process.env, GRADEBOX_URL: url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() },
+    });
   const { stdout } = await run();
   assert.match(stdout, /^created exact-match/m);
   assert.match(stdout, /^score 1$/m);
@@ -64,6 +67,17 @@ test("the README quickstart runs verbatim against the server", async () => {
   assert.match(stdout, /^deleted$/m);
   const second = await run();
   assert.match(second.stdout, /^deleted$/m, "it can be run again");
+});
+
+test("the first start created project default with a key, printed once and saved with mode 0600", async () => {
+  const key = readFileSync(join(dir, "default.key"), "utf8").trim();
+  assert.match(key, /^gbx_[\w-]{32}$/);
+  assert.equal(statSync(join(dir, "default.key")).mode & 0o777, 0o600);
+  assert.ok(logs.includes(key), "the key is printed at first start");
+  const unauthorized = await fetch(`${url}/v1/projects/default/graders`);
+  assert.equal(unauthorized.status, 401);
+  const ok = await fetch(`${url}/v1/projects/default/graders`, { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(ok.status, 200);
 });
 
 test("SIGTERM shuts the server down cleanly (exit code 0)", async () => {

@@ -18,7 +18,7 @@ let s: TestServer;
 let client: Gradebox;
 before(async () => {
   s = await startServer({ listen: true, env: { GRADEBOX_TIMEOUT_MS: "300" } });
-  client = new Gradebox({ baseURL: s.url, project: "sdk" });
+  client = new Gradebox({ baseURL: s.url, project: "sdk", apiKey: s.keyFor("sdk") });
 });
 after(() => s.close());
 
@@ -209,14 +209,16 @@ describe("client behaviour", () => {
       seen.push(new Headers(init?.headers).get("authorization") ?? "");
       return fetch(input, init);
     };
-    process.env.GRADEBOX_API_KEY = "from-env";
+    const fromEnv = s.keyFor("sdk");
+    const explicit = s.store.keys.create("sdk").key;
+    process.env.GRADEBOX_API_KEY = fromEnv;
     try {
       await new Gradebox({ baseURL: s.url, project: "sdk", fetch: spy }).graders.list();
-      await new Gradebox({ baseURL: s.url, project: "sdk", fetch: spy, apiKey: "explicit" }).graders.list();
+      await new Gradebox({ baseURL: s.url, project: "sdk", fetch: spy, apiKey: explicit }).graders.list();
     } finally {
       delete process.env.GRADEBOX_API_KEY;
     }
-    assert.deepEqual(seen, ["Bearer from-env", "Bearer explicit"]);
+    assert.deepEqual(seen, [`Bearer ${fromEnv}`, `Bearer ${explicit}`]);
   });
 
   test("retries safe requests on 503 honouring retry-after, never retries create", async () => {
@@ -227,7 +229,7 @@ describe("client behaviour", () => {
         return new Response('{"code":"SANDBOX_UNAVAILABLE","detail":"busy"}', { status: 503, headers: { "retry-after": "0" } });
       return fetch(input, init);
     };
-    const c = new Gradebox({ baseURL: s.url, project: "sdk", fetch: flaky });
+    const c = new Gradebox({ baseURL: s.url, project: "sdk", fetch: flaky, apiKey: s.keyFor("sdk") });
     await c.graders.list();
     assert.equal(calls, 2, "one retry after the 503");
 

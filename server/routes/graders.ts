@@ -6,6 +6,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
+import { authenticate } from "../auth.ts";
 import { gradeCombined } from "../combined.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
@@ -29,7 +30,17 @@ export interface GraderRoutesOptions {
   pool: SandboxPool;
 }
 
-const errors = { 400: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem, 500: Problem, 503: Problem };
+const errors = {
+  400: Problem,
+  401: Problem,
+  404: Problem,
+  409: Problem,
+  413: Problem,
+  415: Problem,
+  422: Problem,
+  500: Problem,
+  503: Problem,
+};
 
 function summary(row: GraderRow): z.infer<typeof Grader> {
   const { project, key, kind, mode, description, locked, warnings, sourceSha256, createdAt, updatedAt } = row;
@@ -63,6 +74,7 @@ function checkBatch(count: number, config: Config): void {
 
 export async function graderRoutes(fastify: FastifyInstance, { config, store, pool }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
   const base = "/v1/projects/:project/graders";
 
