@@ -4,6 +4,7 @@
 // error at once, and queued requests go to the other workers, so nothing ever hangs.
 
 import { type ChildProcess, fork } from "node:child_process";
+import { EventEmitter } from "node:events";
 import type { GradeErrorCode, GradeOutcome } from "./checks.ts";
 import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
 import { LIMITS_ENV, type WorkerHello, type WorkerReply, type WorkerRequest } from "./protocol.ts";
@@ -30,7 +31,9 @@ interface Job {
 interface Slot {
   child: ChildProcess;
   ready: boolean;
-  job?: { id: number; job: Job; timer: NodeJS.Timeout };
+  job?: { id: number; job: Job; timer: NodeJS.Timeout; trusted: boolean };
+  /** set when the watchdog killed this worker */
+  hung?: boolean;
   /** graders this worker ran recently: dispatch prefers to send a grader back to them */
   recent: Set<string>;
 }
@@ -51,15 +54,56 @@ export class SandboxUnavailableError extends Error {}
 const WORKER = new URL("./worker.ts", import.meta.url);
 const TSX = import.meta.resolve("tsx");
 const RECENT_MAX = 512;
+/** A grader is trusted after this many jobs without a timeout, OOM or crash… */
+const TRUST_AFTER_JOBS = 20;
+/** …and stops being trusted for this long after one. */
+const SUSPECT_MS = 5 * 60 * 1000;
+const HEALTH_MAX = 10_000;
+const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
 
-export class SandboxPool {
+interface Health {
+  cleanJobs: number;
+  lastFaultAt: number;
+}
+
+/**
+ * Events: "graderFault" (graderId, reason) when a grader's job took its worker down (crash,
+ * V8 abort, or a hang the watchdog ended).
+ *
+ * Scheduling: jobs of graders not yet trusted (new ones, validations, and any grader that
+ * recently timed out, ran out of memory or crashed) may together hold at most all workers but
+ * one, so a runaway grader cannot make a healthy grader wait for a worker.
+ */
+export class SandboxPool extends EventEmitter {
   private readonly slots: Slot[] = [];
   private readonly queue: Job[] = [];
+  private readonly health = new Map<string, Health>();
   private nextId = 1;
   private closing = false;
   restarts = 0;
 
-  constructor(readonly options: PoolOptions) {}
+  constructor(readonly options: PoolOptions) {
+    super();
+  }
+
+  private trusted(graderId: string | undefined): boolean {
+    const h = graderId === undefined ? undefined : this.health.get(graderId);
+    return !!h && h.cleanJobs >= TRUST_AFTER_JOBS && Date.now() - h.lastFaultAt > SUSPECT_MS;
+  }
+
+  private noteOutcome(graderId: string | undefined, faulted: boolean): void {
+    if (graderId === undefined) return;
+    const h = this.health.get(graderId) ?? { cleanJobs: 0, lastFaultAt: 0 };
+    if (faulted) {
+      h.cleanJobs = 0;
+      h.lastFaultAt = Date.now();
+    } else {
+      h.cleanJobs++;
+    }
+    this.health.delete(graderId);
+    this.health.set(graderId, h);
+    if (this.health.size > HEALTH_MAX) this.health.delete(this.health.keys().next().value as string);
+  }
 
   async start(): Promise<void> {
     await Promise.all(Array.from({ length: this.options.size }, () => this.spawn()));
@@ -107,14 +151,16 @@ export class SandboxPool {
       clearTimeout(held.timer);
       // V8's fatal out-of-memory path aborts the process (SIGABRT, or exit code 134)
       const oom = signal === "SIGABRT" || code === 134;
-      held.job.reject(
-        new SandboxCrashError(
-          oom ? "GRADER_MEMORY_LIMIT" : "SANDBOX_CRASHED",
-          oom
-            ? "the grader exhausted memory and V8 aborted its sandbox worker"
-            : `the sandbox worker died while running this request (${signal ?? `exit code ${code}`})`,
-        ),
-      );
+      const message = oom
+        ? "the grader exhausted memory and V8 aborted its sandbox worker"
+        : slot.hung
+          ? `the sandbox worker stopped answering within ${held.job.budgetMs} ms and was killed`
+          : `the sandbox worker died while running this request (${signal ?? `exit code ${code}`})`;
+      held.job.reject(new SandboxCrashError(oom ? "GRADER_MEMORY_LIMIT" : "SANDBOX_CRASHED", message));
+      if (held.job.graderId !== undefined && !this.closing) {
+        this.noteOutcome(held.job.graderId, true);
+        this.emit("graderFault", held.job.graderId, message);
+      }
     }
     for (const job of this.queue.filter((j) => j.pin === slot)) {
       this.queue.splice(this.queue.indexOf(job), 1);
@@ -133,6 +179,11 @@ export class SandboxPool {
     if (!held || held.id !== reply.id) return;
     clearTimeout(held.timer);
     slot.job = undefined;
+    if (reply.op === "grade")
+      this.noteOutcome(
+        held.job.graderId,
+        reply.results.some((r) => "error" in r && FAULT_CODES.has(r.error.code)),
+      );
     if (reply.op === "failed") held.job.reject(new Error(reply.message));
     else held.job.resolve(reply);
     this.pump();
@@ -143,6 +194,10 @@ export class SandboxPool {
       const idle = this.slots.filter((s) => s.ready && !s.job);
       if (idle.length === 0) return;
       const job = this.queue[qi];
+      if (!job.pin && !this.trusted(job.graderId) && this.untrustedBusy() >= this.untrustedCap()) {
+        qi++;
+        continue;
+      }
       const slot = job.pin
         ? idle.find((s) => s === job.pin)
         : (job.graderId && idle.find((s) => s.recent.has(job.graderId as string))) || idle[0];
@@ -155,6 +210,15 @@ export class SandboxPool {
     }
   }
 
+  /** With two or more workers, one ready worker is always kept for trusted graders. */
+  private untrustedCap(): number {
+    return this.options.size >= 2 ? this.readyWorkers - 1 : 1;
+  }
+
+  private untrustedBusy(): number {
+    return this.slots.filter((s) => s.job && !s.job.trusted).length;
+  }
+
   private dispatch(slot: Slot, job: Job): void {
     const id = this.nextId++;
     if (job.graderId) {
@@ -162,8 +226,11 @@ export class SandboxPool {
       slot.recent.add(job.graderId);
       if (slot.recent.size > RECENT_MAX) slot.recent.delete(slot.recent.values().next().value as string);
     }
-    const timer = setTimeout(() => slot.child.kill("SIGKILL"), job.budgetMs);
-    slot.job = { id, job, timer };
+    const timer = setTimeout(() => {
+      slot.hung = true;
+      slot.child.kill("SIGKILL");
+    }, job.budgetMs);
+    slot.job = { id, job, timer, trusted: !!job.pin || this.trusted(job.graderId) };
     slot.child.send({ ...job.payload, id } as WorkerRequest);
   }
 

@@ -202,6 +202,11 @@ export class Graders {
     return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body: { locked }, retry: true });
   }
 
+  /** Lifts a quarantine (GRADER_QUARANTINED) and clears the grader's fault count. */
+  release({ graderKey }: { graderKey: string }): Promise<Grader> {
+    return this.client.request("POST", this.keyPath(graderKey, "/release"), { retry: true });
+  }
+
   /** Refused with ConflictError (GRADER_LOCKED) while the grader is locked. */
   async delete({ graderKey }: { graderKey: string }): Promise<void> {
     await this.client.request("DELETE", this.keyPath(graderKey), { retry: true });

@@ -14,6 +14,10 @@ export interface Grader {
   mode?: CombineMode;
   description: string;
   locked: boolean;
+  /** set while quarantined (the grader took its sandbox worker down 3 times in 10 minutes) */
+  quarantinedAt: string | null;
+  /** worker-killing faults in the last 10 minutes */
+  recentFaults: number;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
   warnings: string[];
   sourceSha256: string;

@@ -86,6 +86,19 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
 
   app.get("/healthz", async () => ({ status: "ok", workers: pool.readyWorkers }));
 
+  // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
+  const onFault = (graderId: string, reason: string) => {
+    try {
+      if (store.recordFault(graderId, reason)) app.log.warn({ graderId, reason }, "grader quarantined");
+    } catch (error) {
+      app.log.error({ err: error, graderId }, "could not record a grader fault");
+    }
+  };
+  pool.on("graderFault", onFault);
+  app.addHook("onClose", async () => {
+    pool.off("graderFault", onFault);
+  });
+
   await app.register(graderRoutes, { config, store, pool });
   return app;
 }

@@ -11,6 +11,7 @@ export const ERRORS = {
   GRADER_EXISTS: { status: 409, title: "Grader already exists" },
   GRADER_LOCKED: { status: 409, title: "Grader is locked" },
   GRADER_IN_USE: { status: 409, title: "Grader is a part of a combined grader" },
+  GRADER_QUARANTINED: { status: 423, title: "Grader is quarantined" },
   SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },
   BODY_TOO_LARGE: { status: 413, title: "Request body too large" },
   BATCH_TOO_LARGE: { status: 413, title: "Batch too large" },

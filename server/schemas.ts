@@ -37,6 +37,10 @@ export const Grader = z.object({
   mode: CombineMode.optional(),
   description: z.string(),
   locked: z.boolean(),
+  /** set while quarantined: the grader took its sandbox worker down 3 times in 10 minutes */
+  quarantinedAt: z.string().nullable(),
+  /** worker-killing faults in the last 10 minutes */
+  recentFaults: z.number(),
   warnings: z.array(z.string()),
   sourceSha256: z.string(),
   createdAt: z.string(),

@@ -20,6 +20,7 @@ export interface Part {
 export interface ResolvedPart extends Part {
   id: string;
   compiled: string;
+  quarantinedAt: string | null;
 }
 
 export interface GraderRow {
@@ -38,7 +39,14 @@ export interface GraderRow {
   warnings: string[];
   createdAt: string;
   updatedAt: string;
+  quarantinedAt: string | null;
+  /** worker-killing faults in the last ten minutes */
+  recentFaults: number;
 }
+
+/** Faults within this window count towards quarantine. */
+export const FAULT_WINDOW_MS = 10 * 60 * 1000;
+export const FAULTS_TO_QUARANTINE = 3;
 
 export type NewGrader = Pick<GraderRow, "project" | "key" | "description" | "source" | "compiled" | "sourceSha256" | "warnings">;
 
@@ -56,6 +64,8 @@ interface Raw {
   created_at: string;
   updated_at: string;
   mode: CombineMode | null;
+  quarantined_at: string | null;
+  recent_faults: number;
 }
 
 function fromRaw(r: Raw): GraderRow {
@@ -73,8 +83,13 @@ function fromRaw(r: Raw): GraderRow {
     warnings: JSON.parse(r.warnings) as string[],
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    quarantinedAt: r.quarantined_at,
+    recentFaults: r.recent_faults,
   };
 }
+
+const SELECT_GRADER = `SELECT g.*, (SELECT count(*) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > @since) AS recent_faults FROM graders g`;
+const since = () => new Date(Date.now() - FAULT_WINDOW_MS).toISOString();
 
 export function migrate(db: Database.Database): string[] {
   db.exec(
@@ -117,8 +132,13 @@ export class Store {
         `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
          VALUES (@id, @project, @key, 'function', @description, @source, @compiled, @sourceSha256, 0, @warnings, @now, @now)`,
       ),
-      get: this.db.prepare("SELECT * FROM graders WHERE project = ? AND key = ?"),
-      list: this.db.prepare("SELECT * FROM graders WHERE project = ? AND key > ? ORDER BY key LIMIT ?"),
+      get: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key = @key`),
+      list: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key > @cursor ORDER BY g.key LIMIT @limit`),
+      addFault: this.db.prepare("INSERT INTO grader_faults (grader_id, at, reason) VALUES (?, ?, ?)"),
+      countFaults: this.db.prepare("SELECT count(*) AS n FROM grader_faults WHERE grader_id = ? AND at > ?"),
+      quarantine: this.db.prepare("UPDATE graders SET quarantined_at = ? WHERE id = ? AND quarantined_at IS NULL"),
+      release: this.db.prepare("UPDATE graders SET quarantined_at = NULL WHERE id = ?"),
+      clearFaults: this.db.prepare("DELETE FROM grader_faults WHERE grader_id = ?"),
       lock: this.db.prepare("UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?"),
       delete: this.db.prepare("DELETE FROM graders WHERE project = ? AND key = ? AND locked = 0"),
       insertCombined: this.db.prepare(
@@ -127,7 +147,7 @@ export class Store {
       ),
       insertPart: this.db.prepare("INSERT INTO grader_parts (combined_id, position, part_id, name, weight) VALUES (?, ?, ?, ?, ?)"),
       parts: this.db.prepare(
-        `SELECT g.id, g.key AS graderKey, g.compiled, p.name, p.weight FROM grader_parts p JOIN graders g ON g.id = p.part_id
+        `SELECT g.id, g.key AS graderKey, g.compiled, g.quarantined_at AS quarantinedAt, p.name, p.weight FROM grader_parts p JOIN graders g ON g.id = p.part_id
          WHERE p.combined_id = ? ORDER BY p.position`,
       ),
       usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
@@ -176,7 +196,7 @@ export class Store {
   }
 
   get(project: string, key: string): GraderRow | undefined {
-    const raw = this.stmts.get.get(project, key) as Raw | undefined;
+    const raw = this.stmts.get.get({ project, key, since: since() }) as Raw | undefined;
     if (!raw) return undefined;
     const row = fromRaw(raw);
     if (row.kind === "combined") row.parts = this.stmts.parts.all(row.id) as ResolvedPart[];
@@ -191,7 +211,7 @@ export class Store {
 
   /** Keys sort after `cursor` (exclusive); "" starts from the beginning. */
   list(project: string, cursor: string, limit: number): GraderRow[] {
-    return (this.stmts.list.all(project, cursor, limit) as Raw[]).map(fromRaw);
+    return (this.stmts.list.all({ project, cursor, limit, since: since() }) as Raw[]).map(fromRaw);
   }
 
   setLocked(project: string, key: string, locked: boolean): GraderRow {
@@ -214,6 +234,26 @@ export class Store {
       }
       this.stmts.delete.run(project, key);
     })();
+  }
+
+  /** Records that a grader took its worker down; the third time in the window quarantines it. */
+  recordFault(graderId: string, reason: string): boolean {
+    return this.db.transaction(() => {
+      const now = new Date();
+      this.stmts.addFault.run(graderId, now.toISOString(), reason);
+      const { n } = this.stmts.countFaults.get(graderId, since()) as { n: number };
+      return n >= FAULTS_TO_QUARANTINE && this.stmts.quarantine.run(now.toISOString(), graderId).changes > 0;
+    })();
+  }
+
+  /** Lifts a quarantine and forgets the faults that led to it. */
+  release(project: string, key: string): GraderRow {
+    const row = this.mustGet(project, key);
+    this.db.transaction(() => {
+      this.stmts.release.run(row.id);
+      this.stmts.clearFaults.run(row.id);
+    })();
+    return this.mustGet(project, key);
   }
 
   close(): void {

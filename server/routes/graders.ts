@@ -43,9 +43,26 @@ const errors = {
 };
 
 function summary(row: GraderRow): z.infer<typeof Grader> {
-  const { project, key, kind, mode, description, locked, warnings, sourceSha256, createdAt, updatedAt } = row;
-  return { project, key, kind, ...(mode ? { mode } : {}), description, locked, warnings, sourceSha256, createdAt, updatedAt };
+  const { project, key, kind, mode, description, locked, quarantinedAt, recentFaults, warnings, sourceSha256, createdAt, updatedAt } = row;
+  return {
+    project,
+    key,
+    kind,
+    ...(mode ? { mode } : {}),
+    description,
+    locked,
+    quarantinedAt,
+    recentFaults,
+    warnings,
+    sourceSha256,
+    createdAt,
+    updatedAt,
+  };
 }
+
+const quarantineDetail = (key: string, at: string) =>
+  `grader "${key}" is quarantined since ${at}: it took its sandbox worker down 3 times within 10 minutes. ` +
+  "Fix and re-create it, or release it (POST …/release) to try again";
 
 function detail(row: GraderRow): z.infer<typeof GraderDetail> {
   if (row.kind === "combined") {
@@ -179,6 +196,18 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     async (req) => summary(store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
   );
 
+  app.post(
+    `${base}/:graderKey/release`,
+    {
+      schema: {
+        operationId: "graders.release",
+        params: GraderParams,
+        response: { 200: Grader, ...errors },
+      },
+    },
+    async (req) => summary(store.release(req.params.project, req.params.graderKey)),
+  );
+
   app.delete(
     `${base}/:graderKey`,
     { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
@@ -190,6 +219,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   async function grade(project: string, key: string, threads: unknown[]): Promise<GradeOutcome[]> {
     const row = store.mustGet(project, key);
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(key, row.quarantinedAt));
+    const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
+    if (quarantinedPart) {
+      return threads.map(() => ({
+        error: {
+          code: "COMPONENT_FAILED" as const,
+          message: `part "${quarantinedPart.name}" (grader ${quarantinedPart.graderKey}) is quarantined`,
+        },
+      }));
+    }
     const batch = JSON.stringify(threads);
     if (row.kind === "combined") return gradeCombined(pool, row.mode ?? "weighted", row.parts ?? [], batch, threads.length);
     return pool.gradeBatch({ id: row.id, compiled: row.compiled }, batch, threads.length);
