@@ -34,6 +34,8 @@ interface Slot {
   job?: { id: number; job: Job; timer: NodeJS.Timeout; trusted: boolean };
   /** set when the watchdog killed this worker */
   hung?: boolean;
+  /** the end of what the worker wrote to stderr, for the server log */
+  stderrTail: string;
   /** graders this worker ran recently: dispatch prefers to send a grader back to them */
   recent: Set<string>;
 }
@@ -68,7 +70,7 @@ interface Health {
 
 /**
  * Events: "graderFault" (graderId, reason) when a grader's job took its worker down (crash,
- * V8 abort, or a hang the watchdog ended).
+ * V8 abort, or a hang the watchdog ended); "workerExit" ({pid, code, signal, stderrTail}).
  *
  * Scheduling: jobs of graders not yet trusted (new ones, validations, and any grader that
  * recently timed out, ran out of memory or crashed) may together hold at most all workers but
@@ -121,9 +123,14 @@ export class SandboxPool extends EventEmitter {
     const child = fork(WORKER, [], {
       execArgv: ["--no-node-snapshot", "--import", TSX],
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // V8 prints pages of heap statistics when it aborts on out-of-memory: keep them off the
+      // server's output (the pool reports the abort itself)
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
     });
-    const slot: Slot = { child, ready: false, recent: new Set() };
+    const slot: Slot = { child, ready: false, recent: new Set(), stderrTail: "" };
+    child.stderr?.on("data", (chunk: Buffer) => {
+      slot.stderrTail = (slot.stderrTail + chunk.toString()).slice(-2000);
+    });
     this.slots.push(slot);
     return new Promise((resolve, reject) => {
       child.on("message", (msg: WorkerReply | WorkerHello) => {
@@ -147,6 +154,7 @@ export class SandboxPool extends EventEmitter {
 
   private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
     const held = slot.job;
+    if (!this.closing) this.emit("workerExit", { pid: slot.child.pid, code, signal, stderrTail: slot.stderrTail });
     if (held) {
       clearTimeout(held.timer);
       // V8's fatal out-of-memory path aborts the process (SIGABRT, or exit code 134)

@@ -94,9 +94,13 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
       app.log.error({ err: error, graderId }, "could not record a grader fault");
     }
   };
+  const onWorkerExit = (info: { pid: number; code: number | null; signal: string | null; stderrTail: string }) =>
+    app.log.warn({ ...info, stderrTail: info.stderrTail.slice(-500) }, "sandbox worker exited; replacing it");
   pool.on("graderFault", onFault);
+  pool.on("workerExit", onWorkerExit);
   app.addHook("onClose", async () => {
     pool.off("graderFault", onFault);
+    pool.off("workerExit", onWorkerExit);
   });
 
   await app.register(graderRoutes, { config, store, pool });
