@@ -2,11 +2,12 @@
 // build it with a store and a started sandbox pool.
 
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
+import { registerJsonParser } from "./json-body.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import type { Store } from "./store.ts";
 
@@ -38,7 +39,15 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
       return typeof given === "string" && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    // long enough for any valid key to reach validation (which explains the rule)
+    routerOptions: { maxParamLength: 256 },
+    // errors raised by the router itself (bad URL encoding, overlong parameters): problem+json too
+    frameworkErrors: (error, req, res) => {
+      const body = problem("INVALID_REQUEST", `${error.message}; keys and projects are at most 128 characters`, req.id);
+      (res as FastifyReply).code(400).header("x-request-id", req.id).type("application/problem+json").send(JSON.stringify(body));
+    },
   });
+  registerJsonParser(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

@@ -4,6 +4,7 @@
 export const ERRORS = {
   INVALID_REQUEST: { status: 400, title: "Invalid request" },
   INVALID_JSON: { status: 400, title: "Malformed JSON body" },
+  INVALID_ENCODING: { status: 400, title: "Body is not UTF-8" },
   UNAUTHORIZED: { status: 401, title: "Missing or invalid API key" },
   NOT_FOUND: { status: 404, title: "No such route" },
   PROJECT_NOT_FOUND: { status: 404, title: "Project not found" },

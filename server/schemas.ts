@@ -11,6 +11,13 @@ const nameMessage = "must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, 
 export const ProjectParams = z.object({ project: z.string().regex(NAME, `project ${nameMessage}`) });
 export const GraderParams = ProjectParams.extend({ graderKey: z.string().regex(NAME, `grader key ${nameMessage}`) });
 export const GraderKey = z.string().regex(NAME, `key ${nameMessage}`);
+const noNul = (what: string) => [(s: string) => !s.includes("\u0000"), `${what} must not contain NUL characters`] as const;
+export const Source = z.string().refine(...noNul("source"));
+export const Description = z
+  .string()
+  .max(2000, "description is at most 2000 characters")
+  .refine(...noNul("description"))
+  .default("");
 
 export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
   return z.object({

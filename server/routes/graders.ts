@@ -12,6 +12,7 @@ import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import {
   CombineMode,
+  Description,
   GradeResult,
   Grader,
   GraderDetail,
@@ -20,6 +21,7 @@ import {
   GradeScore,
   Problem,
   ProjectParams,
+  Source,
   threadSchema,
 } from "../schemas.ts";
 import type { GraderRow, Store } from "../store.ts";
@@ -117,7 +119,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.create.function",
         params: ProjectParams,
-        body: z.object({ key: GraderKey, source: z.string(), description: z.string().max(2000).default("") }),
+        body: z.object({ key: GraderKey, source: Source, description: Description }),
         response: { 201: GraderDetail, ...errors },
       },
     },
@@ -140,7 +142,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.validate",
         params: ProjectParams,
-        body: z.object({ source: z.string(), threads: z.array(Thread).optional() }),
+        body: z.object({ source: Source, threads: z.array(Thread).optional() }),
         response: {
           200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }),
           ...errors,
@@ -243,7 +245,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         body: z.object({
           key: GraderKey,
           mode: CombineMode,
-          description: z.string().max(2000).default(""),
+          description: Description,
           graders: z
             .array(z.object({ graderKey: GraderKey, weight: z.number().finite().default(1), name: z.string().min(1).max(128).optional() }))
             .min(1, "a combined grader needs at least one part")
