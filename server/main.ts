@@ -30,7 +30,14 @@ async function shutdown(signal: string) {
   app.log.info({ signal }, "shutting down");
   const force = setTimeout(() => process.exit(1), 15_000);
   force.unref();
-  await app.close(); // stops accepting, lets in-flight requests finish
+  // Stop accepting and let in-flight requests finish. Keep-alive connections that go idle
+  // after the close began would hold it open until their timeout: close them as they idle,
+  // and cut whatever is left after 10 s.
+  const idle = setInterval(() => app.server.closeIdleConnections(), 50);
+  const cut = setTimeout(() => app.server.closeAllConnections(), 10_000);
+  await app.close();
+  clearInterval(idle);
+  clearTimeout(cut);
   await pool.close();
   store.close();
   process.exit(0);

@@ -1,0 +1,175 @@
+// The server process as an operator runs it: SIGKILL in the middle of writes loses nothing
+// that was acknowledged and leaves nothing half-written; SIGTERM lets in-flight requests
+// finish, stops the workers and closes the database cleanly.
+
+import assert from "node:assert/strict";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import Database from "better-sqlite3";
+
+const root = new URL("..", import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), "gradebox-proc-"));
+const dbPath = join(dir, "g.db");
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+  logs: () => string;
+}
+
+async function start(): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
+    cwd: root,
+    env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_DB: dbPath, GRADEBOX_WORKERS: "1", GRADEBOX_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let logs = "";
+  child.stdout?.on("data", (d) => (logs += d));
+  child.stderr?.on("data", (d) => (logs += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {}
+    if (Date.now() > end) throw new Error(`server did not start:\n${logs}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, url, exited, logs: () => logs };
+}
+
+const key = () => readFileSync(join(dir, "default.key"), "utf8").trim();
+const api = (url: string, method: string, path: string, body?: unknown) =>
+  fetch(`${url}/v1/projects/default/graders${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key()}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+
+const childrenOf = (pid: number): number[] => {
+  try {
+    return execFileSync("pgrep", ["-P", String(pid)])
+      .toString()
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+};
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+async function waitUntil(cond: () => boolean, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+test("SIGKILL during concurrent registrations and deletions, three times: nothing acknowledged is lost, nothing is half-written", async () => {
+  const acknowledged = new Set<string>();
+  const deleted = new Set<string>();
+  for (let round = 0; round < 3; round++) {
+    const server = await start();
+    const workers = childrenOf(server.child.pid as number);
+    const ops: Promise<void>[] = [];
+    for (let i = 0; i < 24; i++) {
+      const k = `r${round}-${i}`;
+      ops.push(
+        api(server.url, "POST", "", { key: k, source: `async (t) => ${i % 10} / 10` })
+          .then((res) => {
+            if (res.status === 201) acknowledged.add(k);
+          })
+          .catch(() => {}),
+      );
+    }
+    for (const k of [...acknowledged].slice(0, 6)) {
+      ops.push(
+        api(server.url, "DELETE", `/${k}`)
+          .then((res) => {
+            if (res.status === 204) deleted.add(k);
+          })
+          .catch(() => {}),
+      );
+    }
+    await new Promise((r) => setTimeout(r, 150 + round * 100));
+    server.child.kill("SIGKILL");
+    await server.exited;
+    await Promise.allSettled(ops);
+    assert.ok(await waitUntil(() => workers.every((pid) => !alive(pid))), "orphaned sandbox workers exit with their server");
+
+    const db = new Database(dbPath, { readonly: true });
+    assert.equal(db.pragma("integrity_check", { simple: true }), "ok");
+    assert.deepEqual(db.pragma("foreign_key_check"), []);
+    const bad = db.prepare("SELECT key FROM graders WHERE kind = 'function' AND (compiled = '' OR length(source_sha256) != 64)").all();
+    assert.deepEqual(bad, [], "no half-written grader");
+    db.close();
+  }
+
+  const server = await start();
+  try {
+    assert.ok(acknowledged.size > 0, "some creates were acknowledged before the kills");
+    for (const k of acknowledged) {
+      const res = await api(server.url, "POST", `/${k}/grade`, { thread: { turns: [{ role: "assistant", content: "x" }] } });
+      if (deleted.has(k)) {
+        assert.equal(res.status, 404, `${k} was deleted with a 204`);
+      } else {
+        assert.equal(res.status, 200, `${k} was created with a 201 and must grade`);
+        assert.equal(((await res.json()) as { score: number }).score, (Number(k.split("-")[1]) % 10) / 10);
+      }
+    }
+    console.log(`# ${acknowledged.size} acknowledged creates and ${deleted.size} acknowledged deletes survived 3 SIGKILLs`);
+  } finally {
+    server.child.kill("SIGTERM");
+    await server.exited;
+  }
+});
+
+test("SIGTERM: the in-flight request finishes, the workers stop, the database closes cleanly", async () => {
+  const server = await start();
+  const created = await api(server.url, "POST", "", {
+    key: "slow",
+    source: "async (t) => { const end = Date.now() + Number(t.metadata.ms ?? 0); while (Date.now() < end) {} return 1 }",
+  });
+  assert.equal(created.status, 201);
+  const workers = childrenOf(server.child.pid as number);
+  assert.ok(workers.length >= 1);
+  const inflight = api(server.url, "POST", "/slow/grade", { thread: { turns: [{ role: "user", content: "x" }], metadata: { ms: 600 } } });
+  await new Promise((r) => setTimeout(r, 200));
+  server.child.kill("SIGTERM");
+  const res = await inflight;
+  assert.equal(res.status, 200, "the in-flight grade completed");
+  assert.equal(((await res.json()) as { score: number }).score, 1);
+  assert.equal(await server.exited, 0, server.logs());
+  assert.ok(await waitUntil(() => workers.every((pid) => !alive(pid))), "the workers stopped");
+  assert.equal(existsSync(`${dbPath}-wal`), false, "the WAL was checkpointed and removed: a clean close");
+  const db = new Database(dbPath, { readonly: true });
+  assert.equal(db.pragma("integrity_check", { simple: true }), "ok");
+  db.close();
+});
