@@ -122,6 +122,8 @@ export class SandboxPool extends EventEmitter {
   private spawn(): Promise<void> {
     const child = fork(WORKER, [], {
       execArgv: ["--no-node-snapshot", "--import", TSX],
+      // the V8 serializer copies the batch string as it is, where JSON would escape it again
+      serialization: "advanced",
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
       // V8 prints pages of heap statistics when it aborts on out-of-memory: keep them off the
       // server's output (the pool reports the abort itself)

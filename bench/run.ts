@@ -1,0 +1,300 @@
+// make bench: grading throughput and latency, every row measured in this run and reported as
+// a ratio to (a), the grader called natively in this process. Writes bench/results.json.
+
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import vm from "node:vm";
+import * as esbuild from "esbuild";
+import { SandboxPool } from "../sandbox/pool.ts";
+import { Gradebox } from "../sdk/index.ts";
+import { StringThread, type WireThread } from "../sdk/thread.ts";
+import { GRADERS, makeThreads } from "./corpus.ts";
+
+type Grade = (t: StringThread) => Promise<unknown>;
+const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
+const BATCH = 250;
+const threads = makeThreads(2000);
+const rows: Array<{ row: string; grader: string; itemsPerSec?: number; p50Ms?: number; p99Ms?: number; p999Ms?: number; note?: string }> =
+  [];
+const extra: Record<string, number | string> = {};
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * p) - 1)];
+};
+
+/** Runs fn repeatedly for at least `ms` (after one warm-up pass) and returns items per second. */
+async function throughput(fn: () => Promise<number>, ms = 1500): Promise<number> {
+  await fn();
+  let items = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) items += await fn();
+  return items / ((performance.now() - start) / 1000);
+}
+
+const pool = new SandboxPool({ size: 2, limits: LIMITS });
+await pool.start();
+const compiled: Record<string, string> = {};
+for (const [name, source] of Object.entries(GRADERS)) {
+  const v = await pool.validate(source);
+  if (!v.ok) throw new Error(`${name}: ${v.failure.message}`);
+  compiled[name] = v.compiled;
+}
+
+// (a) native and (b) node:vm: the same compiled script, in this process
+function nativeGrader(code: string): Grade {
+  const g = globalThis as Record<string, unknown>;
+  g.StringThread = StringThread;
+  g.__name = (f: unknown) => f;
+  vm.runInThisContext(code);
+  const fn = g.__gradebox_grade as Grade;
+  delete g.__gradebox_grade;
+  return fn;
+}
+function vmGrader(code: string): Grade {
+  const ctx = vm.createContext({ StringThread, __name: (f: unknown) => f });
+  vm.runInContext(code, ctx);
+  return ctx.__gradebox_grade as Grade;
+}
+const loop = (grade: Grade) => async () => {
+  for (const t of threads) await grade(new StringThread(t.turns, t.metadata));
+  return threads.length;
+};
+
+// what any design that moves threads between processes pays at least once: parsing them
+const batchJson = JSON.stringify(threads);
+const parsedLoop = (grade: Grade) => async () => {
+  for (const t of JSON.parse(batchJson) as WireThread[]) await grade(new StringThread(t.turns, t.metadata));
+  return threads.length;
+};
+
+const native: Record<string, number> = {};
+for (const name of Object.keys(GRADERS)) {
+  native[name] = await throughput(loop(nativeGrader(compiled[name])));
+  rows.push({ row: "(a) native, same process", grader: name, itemsPerSec: native[name] });
+  rows.push({
+    row: "(a′) native + JSON.parse of the batch",
+    grader: name,
+    itemsPerSec: await throughput(parsedLoop(nativeGrader(compiled[name]))),
+    note: "the data floor of any out-of-process design",
+  });
+  rows.push({ row: "(b) node:vm context, reused", grader: name, itemsPerSec: await throughput(loop(vmGrader(compiled[name]))) });
+}
+log("native and vm done");
+
+// (c) a fresh process per call, the way jail-based graders run (a small sample)
+{
+  const prelude = esbuild.buildSync({
+    stdin: {
+      contents: 'import { StringThread } from "./sdk/thread.ts"; globalThis.StringThread = StringThread;',
+      resolveDir: new URL("..", import.meta.url).pathname,
+      loader: "ts",
+    },
+    bundle: true,
+    write: false,
+    format: "iife",
+  }).outputFiles[0].text;
+  const script = `${prelude}\n${compiled["exact-match"]}\nconst t = JSON.parse(process.argv[1]); globalThis.__gradebox_grade(new StringThread(t.turns, t.metadata)).then((s) => process.stdout.write(String(s)));`;
+  const n = 20;
+  const start = performance.now();
+  for (let i = 0; i < n; i++) spawnSync(process.execPath, ["-e", script, JSON.stringify(threads[i])], { encoding: "utf8" });
+  rows.push({
+    row: "(c) fresh process per call",
+    grader: "exact-match",
+    itemsPerSec: n / ((performance.now() - start) / 1000),
+    note: `${n} calls`,
+  });
+}
+log("fresh process done");
+
+// (d) the sandbox engine through the pool and its worker processes, no HTTP
+const batches: WireThread[][] = [];
+for (let i = 0; i < threads.length; i += BATCH) batches.push(threads.slice(i, i + BATCH));
+async function engineBatch(p: SandboxPool, id: string, code: string, concurrency: number): Promise<number> {
+  let next = 0;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < batches.length) {
+        const b = batches[next++];
+        const results = await p.gradeBatch({ id, compiled: code }, JSON.stringify(b), b.length);
+        if (results.some((r) => "error" in r)) throw new Error(JSON.stringify(results.find((r) => "error" in r)));
+        done += b.length;
+      }
+    }),
+  );
+  return done;
+}
+for (const name of Object.keys(GRADERS)) {
+  // 20 clean jobs make a grader trusted, and only trusted graders may use every worker
+  for (let i = 0; i < 25; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, JSON.stringify([threads[i]]), 1);
+  rows.push({
+    row: "(d) sandbox engine, batch",
+    grader: name,
+    itemsPerSec: await throughput(() => engineBatch(pool, name, compiled[name], 2)),
+  });
+  const single = async () => {
+    for (let i = 0; i < 200; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, JSON.stringify([threads[i]]), 1);
+    return 200;
+  };
+  rows.push({ row: "(d) sandbox engine, single", grader: name, itemsPerSec: await throughput(single) });
+}
+log("engine done");
+
+// throughput with 1 vs 2 workers
+{
+  const one = new SandboxPool({ size: 1, limits: LIMITS });
+  await one.start();
+  const c = compiled["exact-match"];
+  const w1 = await throughput(() => engineBatch(one, "w", c, 2), 2500);
+  await one.close();
+  const w2 = await throughput(() => engineBatch(pool, "exact-match", c, 2), 2500);
+  extra.workers1ItemsPerSec = Math.round(w1);
+  extra.workers2ItemsPerSec = Math.round(w2);
+  extra.workers2over1 = +(w2 / w1).toFixed(2);
+}
+
+// memory per warm grader: 200 distinct graders warmed in the pool's workers
+{
+  const before = (await pool.stats()).reduce((a, s) => a + s.rss, 0);
+  const warmBefore = (await pool.stats()).reduce((a, s) => a + s.warm, 0);
+  for (let i = 0; i < 200; i++) {
+    const v = await pool.validate(`${GRADERS["exact-match"]}\n// variant ${i}`);
+    if (!v.ok) throw new Error(v.failure.message);
+    await pool.gradeBatch({ id: `mem-${i}`, compiled: v.compiled }, JSON.stringify([threads[i]]), 1);
+  }
+  const after = await pool.stats();
+  const warm = after.reduce((a, s) => a + s.warm, 0) - warmBefore;
+  extra.memoryPerWarmGraderMB = +((after.reduce((a, s) => a + s.rss, 0) - before) / warm / 1024 / 1024).toFixed(2);
+}
+await pool.close();
+log("pool rows done");
+
+// (e) over HTTP through the SDK, against the real server in its own process
+const dir = mkdtempSync(join(tmpdir(), "gradebox-bench-"));
+const port = await new Promise<number>((resolve) => {
+  const s = createServer().listen(0, "127.0.0.1", () => {
+    const p = (s.address() as { port: number }).port;
+    s.close(() => resolve(p));
+  });
+});
+const server: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
+  cwd: new URL("..", import.meta.url).pathname,
+  env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2" },
+  stdio: ["ignore", "ignore", "inherit"],
+});
+try {
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {}
+    if (i > 300) throw new Error("server did not start");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const client = new Gradebox({ baseURL: url, project: "default", apiKey: readFileSync(join(dir, "default.key"), "utf8").trim() });
+  for (const [name, source] of Object.entries(GRADERS)) await client.graders.create.function({ key: name, source });
+
+  for (const name of Object.keys(GRADERS)) {
+    for (let i = 0; i < 25; i++) await client.graders.grade({ graderKey: name, thread: threads[i] });
+    const httpBatch = async () => {
+      let next = 0;
+      let done = 0;
+      await Promise.all(
+        Array.from({ length: 2 }, async () => {
+          while (next < batches.length) {
+            const b = batches[next++];
+            done += (await client.graders.gradeBatch({ graderKey: name, threads: b })).results.length;
+          }
+        }),
+      );
+      return done;
+    };
+    rows.push({ row: "(e) HTTP gradeBatch (SDK)", grader: name, itemsPerSec: await throughput(httpBatch) });
+  }
+  const latencies: number[] = [];
+  for (let i = 0; i < 3000; i++) {
+    const t0 = performance.now();
+    await client.graders.grade({ graderKey: "exact-match", thread: threads[i % threads.length] });
+    latencies.push(performance.now() - t0);
+  }
+  const lat = latencies.slice(500);
+  rows.push({
+    row: "(e) HTTP single grade (SDK)",
+    grader: "exact-match",
+    itemsPerSec: lat.length / (lat.reduce((a, b) => a + b, 0) / 1000),
+    p50Ms: pct(lat, 0.5),
+    p99Ms: pct(lat, 0.99),
+    p999Ms: pct(lat, 0.999),
+  });
+  log("http rows done");
+
+  // registration latency (five checks), warm server
+  const reg: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    const t0 = performance.now();
+    await client.graders.create.function({ key: `reg-${i}`, source: `${GRADERS.keywords}\n// ${i}` });
+    reg.push(performance.now() - t0);
+  }
+  extra.registrationP50Ms = +pct(reg.slice(10), 0.5).toFixed(2);
+  extra.registrationP99Ms = +pct(reg.slice(10), 0.99).toFixed(2);
+
+  // 1,000 registered graders, all invoked: RSS of the server and its workers
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 2 }, async () => {
+      while (next < 1000) {
+        const i = next++;
+        await client.graders.create.function({ key: `many-${i}`, source: `${GRADERS["exact-match"]}\n// ${i}` });
+        await client.graders.grade({ graderKey: `many-${i}`, thread: threads[i % threads.length] });
+      }
+    }),
+  );
+  const pids = [
+    server.pid as number,
+    ...execFileSync("pgrep", ["-P", String(server.pid)])
+      .toString()
+      .trim()
+      .split("\n")
+      .map(Number),
+  ];
+  const rssKb = pids.reduce((a, pid) => a + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0), 0);
+  extra.rssWith1000GradersMB = Math.round(rssKb / 1024);
+  log("registration and memory done");
+} finally {
+  server.kill("SIGTERM");
+  await new Promise((r) => server.once("exit", r));
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// the table
+const fmt = (n?: number, d = 0) =>
+  n === undefined ? "" : n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+const lines = ["| row | grader | items/s | × native | p50 ms | p99 ms | p99.9 ms |", "|---|---|---:|---:|---:|---:|---:|"];
+for (const r of rows) {
+  const ratio = r.itemsPerSec && native[r.grader] ? r.itemsPerSec / native[r.grader] : undefined;
+  lines.push(
+    `| ${r.row} | ${r.grader} | ${fmt(r.itemsPerSec)} | ${ratio === undefined ? "" : ratio < 0.01 ? ratio.toExponential(1) : ratio.toFixed(2)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.p999Ms, 2)} |`,
+  );
+}
+const commit = (() => {
+  try {
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"]).toString().trim();
+  } catch {
+    return "unknown";
+  }
+})();
+const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
+console.log(`\nGradebox bench — commit ${commit}, ${machine}\n`);
+console.log(lines.join("\n"));
+console.log("\n| measure | value |\n|---|---:|");
+for (const [k, v] of Object.entries(extra)) console.log(`| ${k} | ${v} |`);
+writeFileSync(
+  new URL("results.json", import.meta.url),
+  `${JSON.stringify({ commit, node: process.version, machine, date: new Date().toISOString(), rows, extra }, null, 2)}\n`,
+);
+process.exit(0);
