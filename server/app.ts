@@ -2,7 +2,7 @@
 // build it with a store and a started sandbox pool.
 
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
@@ -40,7 +40,7 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     },
     requestIdHeader: false,
     // grading is the hot path: a log line per request is debug-level (see the onResponse hook)
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // long enough for any valid key to reach validation (which explains the rule)
     routerOptions: { maxParamLength: 256 },
     // errors raised by the router itself (bad URL encoding, overlong parameters): problem+json too
