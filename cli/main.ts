@@ -2,9 +2,12 @@
 // the database (it needs no running server, and no key to make the first one).
 
 import { spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { Command } from "commander";
+import { Gradebox, GraderValidationError } from "../sdk/index.ts";
 import { loadConfig } from "../server/config.ts";
 import { Store } from "../server/store.ts";
+import { gradeFile } from "./grade-file.ts";
 
 const program = new Command()
   .name("gradebox")
@@ -77,6 +80,195 @@ keys
       program.error(`error: ${(error as Error).message}`);
     }
     console.log(`revoked ${id}`);
+  });
+
+// ---------------------------------------------------------------------------------------------
+// Commands against a running server, through the SDK
+
+interface ApiOptions {
+  url?: string;
+  apiKey?: string;
+  project?: string;
+  json?: boolean;
+}
+
+function client(opts: ApiOptions): Gradebox {
+  return new Gradebox({ baseURL: opts.url, apiKey: opts.apiKey, project: opts.project });
+}
+
+/** The options every API command takes; flags win over GRADEBOX_URL, GRADEBOX_API_KEY, GRADEBOX_PROJECT. */
+function api(name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option("--url <url>", "server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
+    .option("--api-key <key>", "API key (env GRADEBOX_API_KEY)")
+    .option("--project <name>", "project (env GRADEBOX_PROJECT, default: default)")
+    .option("--json", "machine-readable output");
+}
+
+function fail(error: unknown, opts: ApiOptions, source?: string): never {
+  if (opts.json) {
+    const e = error as { code?: string; status?: number; check?: string; line?: number; column?: number; message: string };
+    console.log(
+      JSON.stringify({ error: { code: e.code, status: e.status, check: e.check, line: e.line, column: e.column, message: e.message } }),
+    );
+  } else if (error instanceof GraderValidationError) {
+    console.error(`✗ ${error.check} check failed: ${(error.body.message as string) ?? error.message}`);
+    if (source && error.line) {
+      const text = source.split("\n")[error.line - 1] ?? "";
+      console.error(
+        `\n  ${error.line} | ${text}\n  ${" ".repeat(String(error.line).length)} | ${" ".repeat(Math.max(0, (error.column ?? 1) - 1))}^`,
+      );
+    }
+  } else {
+    console.error(`✗ ${(error as Error).message}`);
+  }
+  process.exit(1);
+}
+
+const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+api("push", "validate a grader file and create it (the five checks run on the server)")
+  .argument("<file>", "a .ts or .js file with an async grade(thread) function")
+  .requiredOption("-k, --key <key>", "the grader key")
+  .option("-d, --description <text>", "what it scores", "")
+  .action(async (file: string, opts: ApiOptions & { key: string; description: string }) => {
+    const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
+    try {
+      const grader = await client(opts).graders.create.function({ key: opts.key, source, description: opts.description });
+      if (opts.json) return printJson(grader);
+      console.log(`✓ created ${grader.key}`);
+      for (const w of grader.warnings) console.log(`  warning: ${w}`);
+    } catch (error) {
+      fail(error, opts, source);
+    }
+  });
+
+api("test", "run the five checks on a file and grade sample threads, without saving")
+  .argument("<file>", "a .ts or .js grader file")
+  .option("-t, --threads <jsonl>", "threads to grade, one JSON thread per line")
+  .action(async (file: string, opts: ApiOptions & { threads?: string }) => {
+    const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
+    const threads = opts.threads
+      ? (await readFile(opts.threads, "utf8"))
+          .split("\n")
+          .filter((l) => l.trim())
+          .map((l, i) => {
+            try {
+              return JSON.parse(l);
+            } catch {
+              return fail(new Error(`${opts.threads} line ${i + 1} is not JSON`), opts);
+            }
+          })
+      : undefined;
+    try {
+      const res = await client(opts).graders.validate({ source, threads });
+      if (opts.json) return printJson(res);
+      console.log("✓ all five checks passed");
+      for (const w of res.warnings) console.log(`  warning: ${w}`);
+      for (const [i, r] of (res.results ?? []).entries()) {
+        console.log(
+          `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}`}`,
+        );
+      }
+    } catch (error) {
+      fail(error, opts, source);
+    }
+  });
+
+api("ls", "list the project's graders").action(async (opts: ApiOptions) => {
+  try {
+    const graders = await client(opts).graders.list();
+    if (opts.json) return printJson(graders);
+    if (graders.length === 0) return console.log("no graders");
+    for (const g of graders) {
+      const flags = [g.locked ? "locked" : "", g.quarantinedAt ? "quarantined" : ""].filter(Boolean).join(",");
+      console.log(`${g.key.padEnd(28)} ${g.kind.padEnd(9)} ${flags.padEnd(12)} ${g.description}`);
+    }
+  } catch (error) {
+    fail(error, opts);
+  }
+});
+
+api("get", "show one grader with its source")
+  .argument("<key>", "the grader key")
+  .action(async (key: string, opts: ApiOptions) => {
+    try {
+      const g = await client(opts).graders.get({ graderKey: key });
+      if (opts.json) return printJson(g);
+      console.log(`${g.key} (${g.kind}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`);
+      for (const w of g.warnings) console.log(`warning: ${w}`);
+      if (g.parts) for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey} × ${p.weight}`);
+      if (g.source !== undefined) console.log(`\n${g.source}`);
+    } catch (error) {
+      fail(error, opts);
+    }
+  });
+
+for (const [name, locked] of [
+  ["lock", true],
+  ["unlock", false],
+] as const) {
+  api(name, locked ? "lock a grader (it cannot be deleted while locked)" : "unlock a grader")
+    .argument("<key>", "the grader key")
+    .action(async (key: string, opts: ApiOptions) => {
+      try {
+        const g = await client(opts).graders.lock({ graderKey: key, locked });
+        if (opts.json) return printJson(g);
+        console.log(`✓ ${key} ${locked ? "locked" : "unlocked"}`);
+      } catch (error) {
+        fail(error, opts);
+      }
+    });
+}
+
+api("rm", "delete a grader (refused while locked or used by a combined grader)")
+  .argument("<key>", "the grader key")
+  .action(async (key: string, opts: ApiOptions) => {
+    try {
+      await client(opts).graders.delete({ graderKey: key });
+      if (opts.json) return printJson({ deleted: key });
+      console.log(`✓ deleted ${key}`);
+    } catch (error) {
+      fail(error, opts);
+    }
+  });
+
+api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads) with a grader")
+  .argument("<key>", "the grader key")
+  .option("--thread <json>", "a file with one thread: {turns: [{role, content}], metadata?}")
+  .option("--threads <jsonl>", "a JSONL file of threads, streamed in batches")
+  .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")
+  .option("--batch <n>", "threads per request", (v) => Number.parseInt(v, 10), 256)
+  .action(async (key: string, opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number }) => {
+    if (!opts.thread === !opts.threads) fail(new Error("pass exactly one of --thread <file> or --threads <jsonl>"), opts);
+    try {
+      if (opts.thread) {
+        const thread = JSON.parse(await readFile(opts.thread, "utf8"));
+        const res = await client(opts).graders.grade({ graderKey: key, thread });
+        return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
+      }
+      const summary = await gradeFile(client(opts), key, {
+        threads: opts.threads as string,
+        out: opts.out,
+        batch: opts.batch,
+        quiet: !!opts.json,
+      });
+      const line = opts.json
+        ? JSON.stringify({ summary })
+        : `graded ${summary.count}: ${summary.scored} scored (mean ${summary.mean?.toFixed(4) ?? "-"}, min ${summary.min ?? "-"}, max ${summary.max ?? "-"})` +
+          (Object.keys(summary.errors).length
+            ? `; errors ${Object.entries(summary.errors)
+                .map(([c, n]) => `${c} ${n}`)
+                .join(", ")}`
+            : "");
+      // with results on stdout, the summary goes to stderr so the JSONL stays clean
+      if (opts.out || opts.json) console.log(line);
+      else console.error(line);
+    } catch (error) {
+      fail(error, opts);
+    }
   });
 
 await program.parseAsync();

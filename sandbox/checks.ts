@@ -22,16 +22,9 @@ export const MOCK_THREAD = {
   metadata: {},
 } as const;
 
-/** Codes a single grading call can end with, besides a score. */
-export const GRADE_ERROR_CODES = [
-  "GRADER_ERROR",
-  "GRADER_TIMEOUT",
-  "GRADER_MEMORY_LIMIT",
-  "INVALID_SCORE",
-  "SANDBOX_CRASHED",
-  "COMPONENT_FAILED",
-] as const;
-export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
+import type { GradeErrorCode } from "../sdk/errors.ts";
+
+export { GRADE_ERROR_CODES, type GradeErrorCode } from "../sdk/errors.ts";
 export interface GradeScore {
   score: number;
   reason?: string;

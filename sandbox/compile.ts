@@ -4,7 +4,8 @@
 import * as esbuild from "esbuild";
 import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
 
-const TARGET = "es2022";
+/** One self-contained script: what every bundle the sandbox runs is built as. */
+const SCRIPT = { bundle: true, write: false, format: "iife", platform: "neutral", target: "es2022", logLevel: "silent" } as const;
 
 function firstError(errors: esbuild.Message[], check: CheckFailure["check"]): CheckFailure {
   const e = errors[0];
@@ -19,7 +20,7 @@ function firstError(errors: esbuild.Message[], check: CheckFailure["check"]): Ch
 /** Check 1. Parses the source exactly as submitted, so positions are the user's own. */
 export async function checkSyntax(source: string): Promise<CheckFailure | undefined> {
   try {
-    await esbuild.transform(source, { loader: "ts", target: TARGET, logLevel: "silent" });
+    await esbuild.transform(source, { loader: "ts", target: SCRIPT.target, logLevel: "silent" });
     return undefined;
   } catch (error) {
     const errors = (error as esbuild.TransformFailure).errors;
@@ -58,13 +59,8 @@ const sandboxedImports: esbuild.Plugin = {
 export async function bundle(code: string): Promise<{ compiled: string } | CheckFailure> {
   try {
     const result = await esbuild.build({
+      ...SCRIPT,
       stdin: { contents: code, loader: "ts", sourcefile: "grader.ts" },
-      bundle: true,
-      write: false,
-      format: "iife",
-      platform: "neutral",
-      target: TARGET,
-      logLevel: "silent",
       plugins: [sandboxedImports],
     });
     return { compiled: result.outputFiles[0].text };
@@ -78,13 +74,8 @@ export async function bundle(code: string): Promise<{ compiled: string } | Check
 /** The prelude, bundled once per worker process. */
 export function bundlePrelude(): string {
   const result = esbuild.buildSync({
+    ...SCRIPT,
     entryPoints: [new URL("./prelude.ts", import.meta.url).pathname],
-    bundle: true,
-    write: false,
-    format: "iife",
-    platform: "neutral",
-    target: TARGET,
-    logLevel: "silent",
   });
   return result.outputFiles[0].text;
 }

@@ -78,14 +78,17 @@ export class APITimeoutError extends APIConnectionError {
   override name = "APITimeoutError";
 }
 
-const GRADER_RUNTIME_CODES = new Set([
+/** Codes a grading call can end with instead of a score (the server's per-item error codes). */
+export const GRADE_ERROR_CODES = [
   "GRADER_ERROR",
   "GRADER_TIMEOUT",
   "GRADER_MEMORY_LIMIT",
   "INVALID_SCORE",
   "SANDBOX_CRASHED",
   "COMPONENT_FAILED",
-]);
+] as const;
+export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
+const GRADER_RUNTIME_CODES = new Set<string>(GRADE_ERROR_CODES);
 
 export function errorFromResponse(status: number, body: Record<string, unknown>, requestId: string | undefined): APIError {
   const code = typeof body.code === "string" ? body.code : `HTTP_${status}`;

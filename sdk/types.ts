@@ -1,6 +1,6 @@
 // Wire types of the HTTP API, as the SDK returns them.
 
-import type { Check } from "./errors.ts";
+import type { Check, GradeErrorCode } from "./errors.ts";
 import type { SubScore } from "./graders.ts";
 import type { StringThread, WireThread } from "./thread.ts";
 
@@ -34,13 +34,6 @@ export interface GraderPage {
   nextCursor: string | null;
 }
 
-export type GradeErrorCode =
-  | "GRADER_ERROR"
-  | "GRADER_TIMEOUT"
-  | "GRADER_MEMORY_LIMIT"
-  | "INVALID_SCORE"
-  | "SANDBOX_CRASHED"
-  | "COMPONENT_FAILED";
 /** A score, and what the grader said about it (a grader may return a number or this object). */
 export interface GradeScore {
   score: number;
@@ -76,4 +69,4 @@ export interface CreateCombinedParams {
   graders: Array<{ graderKey: string; weight?: number; name?: string }>;
   description?: string;
 }
-export type { Check, WireThread };
+export type { Check, GradeErrorCode, WireThread };

@@ -1,6 +1,8 @@
 // Test helpers: the real app with a real sandbox pool and a real SQLite file in a temp dir.
 
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -104,4 +106,47 @@ export async function call(
     ...(body === undefined ? {} : { payload: body as object }),
   });
   return { status: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
+}
+
+export const repoRoot = new URL("..", import.meta.url).pathname;
+
+/** A free loopback port (closed again before it is returned). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface SpawnedServer {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+  logs(): string;
+}
+
+/** The real entry point (server/main.ts) in its own process, as `make run` starts it. */
+export async function spawnServer(env: Record<string, string>): Promise<SpawnedServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, GRADEBOX_PORT: String(port), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let logs = "";
+  child.stdout?.on("data", (d) => (logs += d));
+  child.stderr?.on("data", (d) => (logs += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {}
+    if (Date.now() > end) throw new Error(`server did not start:\n${logs}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, url, exited, logs: () => logs };
 }

@@ -3,57 +3,19 @@
 // finish, stops the workers and closes the database cleanly.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
+import { spawnServer } from "./helpers.ts";
 
-const root = new URL("..", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "gradebox-proc-"));
 const dbPath = join(dir, "g.db");
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<number | null>;
-  logs: () => string;
-}
-
-async function start(): Promise<Running> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
-    cwd: root,
-    env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_DB: dbPath, GRADEBOX_WORKERS: "1", GRADEBOX_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let logs = "";
-  child.stdout?.on("data", (d) => (logs += d));
-  child.stderr?.on("data", (d) => (logs += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {}
-    if (Date.now() > end) throw new Error(`server did not start:\n${logs}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { child, url, exited, logs: () => logs };
-}
+const start = () => spawnServer({ GRADEBOX_DB: dbPath, GRADEBOX_WORKERS: "1", GRADEBOX_LOG_LEVEL: "warn" });
 
 const key = () => readFileSync(join(dir, "default.key"), "utf8").trim();
 const api = (url: string, method: string, path: string, body?: unknown) =>

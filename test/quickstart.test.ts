@@ -2,50 +2,25 @@
 // run verbatim as a user would, in separate processes on a real port.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
 
-const root = new URL("..", import.meta.url).pathname;
+const root = repoRoot;
 const dir = mkdtempSync(join(tmpdir(), "gradebox-qs-"));
-let server: ChildProcess;
+let server: SpawnedServer;
 let url = "";
-let logs = "";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 before(async () => {
-  const port = await freePort();
-  url = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
-    cwd: root,
-    env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  server.stdout?.on("data", (d) => (logs += d));
-  server.stderr?.on("data", (d) => (logs += d));
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {}
-    if (Date.now() > end) throw new Error(`server did not start:\n${logs}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "1" });
+  url = server.url;
 });
 after(() => {
-  server.kill("SIGKILL");
+  server.child.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -73,7 +48,7 @@ test("the first start created project default with a key, printed once and saved
   const key = readFileSync(join(dir, "default.key"), "utf8").trim();
   assert.match(key, /^gbx_[\w-]{32}$/);
   assert.equal(statSync(join(dir, "default.key")).mode & 0o777, 0o600);
-  assert.ok(logs.includes(key), "the key is printed at first start");
+  assert.ok(server.logs().includes(key), "the key is printed at first start");
   const unauthorized = await fetch(`${url}/v1/projects/default/graders`);
   assert.equal(unauthorized.status, 401);
   const ok = await fetch(`${url}/v1/projects/default/graders`, { headers: { authorization: `Bearer ${key}` } });
@@ -81,8 +56,7 @@ test("the first start created project default with a key, printed once and saved
 });
 
 test("SIGTERM shuts the server down cleanly (exit code 0)", async () => {
-  const exited = new Promise<number | null>((resolve) => server.once("exit", (code) => resolve(code)));
-  server.kill("SIGTERM");
-  assert.equal(await exited, 0, logs);
-  assert.match(logs, /shutting down/);
+  server.child.kill("SIGTERM");
+  assert.equal(await server.exited, 0, server.logs());
+  assert.match(server.logs(), /shutting down/);
 });

@@ -1,0 +1,119 @@
+// The gradebox command against the real server: push (with a caret under a syntax error),
+// test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it.
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-"));
+let server: SpawnedServer;
+let env: NodeJS.ProcessEnv;
+before(async () => {
+  server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2", GRADEBOX_LOG_LEVEL: "warn" });
+  env = { ...process.env, GRADEBOX_URL: server.url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() };
+});
+after(async () => {
+  server.child.kill("SIGTERM");
+  await server.exited;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const run = (...args: string[]) =>
+  promisify(execFile)(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: repoRoot, env });
+async function runFail(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    await run(...args);
+  } catch (error) {
+    const e = error as { stdout: string; stderr: string; code: number };
+    return e;
+  }
+  throw new Error(`expected gradebox ${args.join(" ")} to fail`);
+}
+
+test("push creates a grader and prints its warnings; a bad file shows the check, the line and a caret", async () => {
+  const { stdout } = await run("push", "examples/keywords.ts", "--key", "kw", "--description", "keyword credit");
+  assert.match(stdout, /✓ created kw/);
+  const bad = join(dir, "bad.ts");
+  writeFileSync(bad, "async function grade(t) {\n  const x = t.completion(;\n  return 1\n}\n");
+  const failed = await runFail("push", bad, "--key", "bad");
+  assert.equal(failed.code, 1);
+  assert.match(failed.stderr, /syntax check failed: Unexpected ";" \(line 2, column 26\)/);
+  assert.match(failed.stderr, / {2}2 \| {3}const x = t\.completion\(;\n {4}\| {26}\^/);
+  const json = JSON.parse((await runFail("push", bad, "--key", "bad", "--json")).stdout);
+  assert.deepEqual([json.error.code, json.error.check, json.error.line], ["VALIDATION_FAILED", "syntax", 2]);
+});
+
+test("ls, get, lock, rm refused while locked, unlock, rm", async () => {
+  const listed = JSON.parse((await run("ls", "--json")).stdout);
+  assert.deepEqual(
+    listed.map((g: { key: string }) => g.key),
+    ["kw"],
+  );
+  assert.match((await run("get", "kw")).stdout, /keyword credit[\s\S]*async function grade/);
+  await run("lock", "kw");
+  const refused = await runFail("rm", "kw");
+  assert.match(refused.stderr, /GRADER_LOCKED/);
+  await run("unlock", "kw");
+  await run("push", "examples/json-shape.ts", "--key", "gone");
+  assert.match((await run("rm", "gone")).stdout, /deleted gone/);
+  assert.match((await runFail("get", "gone")).stderr, /404 GRADER_NOT_FOUND/);
+});
+
+test("grade --threads streams a JSONL file: results per line, bad lines reported, a summary", async () => {
+  const lines: string[] = [];
+  for (let i = 0; i < 1500; i++) {
+    const completion = i % 2 ? "Paris and JSON" : "nothing here";
+    lines.push(JSON.stringify({ turns: [{ role: "assistant", content: completion }], metadata: { keywords: ["paris", "json"] } }));
+  }
+  lines.splice(100, 0, "{broken");
+  lines.splice(200, 0, JSON.stringify({ turns: [{ role: "robot", content: "x" }] }));
+  const input = join(dir, "in.jsonl");
+  const output = join(dir, "out.jsonl");
+  writeFileSync(input, `${lines.join("\n")}\n`);
+  const { stdout, stderr } = await run("grade", "kw", "--threads", input, "--out", output, "--batch", "100");
+  assert.match(stdout, /graded 1502: 1500 scored \(mean 0\.5000, min 0, max 1\); errors BAD_LINE 2/);
+  assert.match(stderr, /line 101: not JSON/);
+  assert.match(stderr, /line 201: turns\[0\]\.role must be one of/);
+  assert.match(stderr, /1502\/1502 100%/, "progress reaches the end (plain lines when stderr is not a terminal)");
+  const results = readFileSync(output, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  assert.equal(results.length, 1502);
+  assert.deepEqual(
+    results.find((r) => r.line === 1),
+    { line: 1, score: 0 },
+  );
+  assert.deepEqual(
+    results.find((r) => r.line === 2),
+    { line: 2, score: 1 },
+  );
+  assert.equal(results.find((r) => r.line === 101).error.code, "BAD_LINE");
+  const summary = JSON.parse((await run("grade", "kw", "--threads", input, "--out", output, "--json")).stdout).summary;
+  assert.deepEqual(summary, { count: 1502, scored: 1500, mean: 0.5, min: 0, max: 1, errors: { BAD_LINE: 2 } });
+});
+
+test("grade --thread and test (the five checks plus sample threads, nothing saved)", async () => {
+  const one = join(dir, "one.json");
+  writeFileSync(one, JSON.stringify({ turns: [{ role: "assistant", content: "paris" }], metadata: { keywords: ["paris", "rome"] } }));
+  assert.equal((await run("grade", "kw", "--thread", one)).stdout.trim(), "0.5");
+  const sample = join(dir, "sample.jsonl");
+  writeFileSync(sample, `${JSON.stringify({ turns: [{ role: "assistant", content: '{"name":"a","email":"b","age":1}' }] })}\n`);
+  const tested = await run("test", "examples/json-shape.ts", "--threads", sample);
+  assert.match(tested.stdout, /all five checks passed[\s\S]*thread 1: 1/);
+  assert.deepEqual(
+    JSON.parse((await run("ls", "--json")).stdout).map((g: { key: string }) => g.key),
+    ["kw"],
+    "test saved nothing",
+  );
+});
+
+test("flags override the environment, and a wrong key is a clear error", async () => {
+  const failed = await runFail("ls", "--api-key", "gbx_wrong");
+  assert.match(failed.stderr, /401 UNAUTHORIZED/);
+});
