@@ -133,6 +133,8 @@ function checkedOutcome(value: unknown): GradeOutcome {
 
 export class Engine {
   private readonly warm = new Map<string, Runtime>();
+  /** warm isolates dropped to keep the cache within maxWarm */
+  evictions = 0;
   constructor(readonly limits: EngineLimits) {}
 
   get warmCount(): number {
@@ -153,6 +155,7 @@ export class Engine {
       const [oldest, rt] = this.warm.entries().next().value as [string, Runtime];
       rt.dispose();
       this.warm.delete(oldest);
+      this.evictions++;
     }
     return runtime;
   }

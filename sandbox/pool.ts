@@ -273,11 +273,11 @@ export class SandboxPool extends EventEmitter {
     return (reply as Extract<WorkerReply, { op: "validate" }>).result;
   }
 
-  /** Warm isolates and RSS per worker (for health and benchmarks). */
-  async stats(): Promise<Array<{ warm: number; rss: number }>> {
+  /** Warm isolates, evictions and RSS per worker (for metrics and benchmarks). */
+  async stats(): Promise<Array<{ warm: number; evictions: number; rss: number }>> {
     const ready = this.slots.filter((s) => s.ready);
     const replies = await Promise.all(ready.map((slot) => this.submit({ op: "stats" }, 10_000, undefined, slot)));
-    return replies.map((r) => r as Extract<WorkerReply, { op: "stats" }>).map(({ warm, rss }) => ({ warm, rss }));
+    return replies.map((r) => r as Extract<WorkerReply, { op: "stats" }>).map(({ warm, evictions, rss }) => ({ warm, evictions, rss }));
   }
 
   async close(): Promise<void> {

@@ -11,7 +11,7 @@ export type WorkerRequest =
 export type WorkerReply =
   | { id: number; op: "grade"; results: GradeOutcome[] }
   | { id: number; op: "validate"; result: ValidationResult }
-  | { id: number; op: "stats"; warm: number; rss: number }
+  | { id: number; op: "stats"; warm: number; evictions: number; rss: number }
   | { id: number; op: "failed"; message: string };
 
 export type WorkerHello = { op: "ready"; pid: number };

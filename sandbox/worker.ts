@@ -24,7 +24,7 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
     case "validate":
       return { id: req.id, op: "validate", result: await engine.validate(req.source, req.threads, req.count) };
     case "stats":
-      return { id: req.id, op: "stats", warm: engine.warmCount, rss: process.memoryUsage.rss() };
+      return { id: req.id, op: "stats", warm: engine.warmCount, evictions: engine.evictions, rss: process.memoryUsage.rss() };
   }
 }
 

@@ -8,6 +8,7 @@ import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { registerJsonParser } from "./json-body.ts";
+import { Metrics } from "./metrics.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import type { Store } from "./store.ts";
 
@@ -102,18 +103,37 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     reply.code(404).type("application/problem+json").send(JSON.stringify(body));
   });
 
+  const metrics = new Metrics(pool);
   app.get("/healthz", async () => ({ status: "ok", workers: pool.readyWorkers }));
+  // ready to grade: the database answers and at least one sandbox worker is up
+  app.get("/readyz", async (_req, reply) => {
+    let database = false;
+    try {
+      database = store.db.open && store.db.prepare("SELECT 1 AS ok").get() !== undefined;
+    } catch {}
+    const ready = database && pool.readyWorkers > 0;
+    return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not ready", database, workers: pool.readyWorkers });
+  });
+  app.get("/metrics", async (_req, reply) => {
+    await metrics.collectWorkers();
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
 
   // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     try {
-      if (store.recordFault(graderId, reason)) app.log.warn({ graderId, reason }, "grader quarantined");
+      if (store.recordFault(graderId, reason)) {
+        metrics.quarantines.inc();
+        app.log.warn({ graderId, reason }, "grader quarantined");
+      }
     } catch (error) {
       app.log.error({ err: error, graderId }, "could not record a grader fault");
     }
   };
-  const onWorkerExit = (info: { pid: number; code: number | null; signal: string | null; stderrTail: string }) =>
+  const onWorkerExit = (info: { pid: number; code: number | null; signal: string | null; stderrTail: string }) => {
+    metrics.workerRestarts.inc();
     app.log.warn({ ...info, stderrTail: info.stderrTail.slice(-500) }, "sandbox worker exited; replacing it");
+  };
   pool.on("graderFault", onFault);
   pool.on("workerExit", onWorkerExit);
   app.addHook("onClose", async () => {
@@ -121,6 +141,6 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     pool.off("workerExit", onWorkerExit);
   });
 
-  await app.register(graderRoutes, { config, store, pool });
+  await app.register(graderRoutes, { config, store, pool, metrics });
   return app;
 }

@@ -10,6 +10,7 @@ import { authenticate } from "../auth.ts";
 import { gradeCombined } from "../combined.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
+import type { Metrics } from "../metrics.ts";
 import {
   CombineMode,
   Description,
@@ -30,6 +31,7 @@ export interface GraderRoutesOptions {
   config: Config;
   store: Store;
   pool: SandboxPool;
+  metrics: Metrics;
 }
 
 const errors = {
@@ -91,7 +93,7 @@ function checkBatch(count: number, config: Config): void {
   }
 }
 
-export async function graderRoutes(fastify: FastifyInstance, { config, store, pool }: GraderRoutesOptions) {
+export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
@@ -219,9 +221,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
   );
 
-  async function grade(project: string, key: string, threads: unknown[]): Promise<GradeOutcome[]> {
-    const row = store.mustGet(project, key);
-    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(key, row.quarantinedAt));
+  async function grade(project: string, key: string, threads: unknown[], route: "grade" | "grade-batch"): Promise<GradeOutcome[]> {
+    const started = performance.now();
+    const outcomes = await gradeRow(store.mustGet(project, key), threads);
+    metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
+    return outcomes;
+  }
+
+  async function gradeRow(row: GraderRow, threads: unknown[]): Promise<GradeOutcome[]> {
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
       return threads.map(() => ({
@@ -277,7 +285,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req) => {
       const started = performance.now();
-      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body.thread]);
+      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body.thread], "grade");
       if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message);
       return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
     },
@@ -296,7 +304,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     async (req) => {
       checkBatch(req.body.threads.length, config);
       const started = performance.now();
-      const results = await grade(req.params.project, req.params.graderKey, req.body.threads);
+      const results = await grade(req.params.project, req.params.graderKey, req.body.threads, "grade-batch");
       return { results, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
     },
   );

@@ -1,0 +1,80 @@
+// Prometheus metrics (prom-client), one registry per app. Scraped at GET /metrics.
+
+import client from "prom-client";
+import type { GradeOutcome } from "../sandbox/checks.ts";
+import type { SandboxPool } from "../sandbox/pool.ts";
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  private readonly grades;
+  private readonly duration;
+  private readonly batchSize;
+  readonly workerRestarts;
+  readonly quarantines;
+
+  constructor(pool: SandboxPool) {
+    const registers = [this.registry];
+    client.collectDefaultMetrics({ register: this.registry, prefix: "gradebox_api_" });
+    this.grades = new client.Counter({
+      name: "gradebox_grades_total",
+      help: "Threads graded, by project, grader and result code (ok for a score)",
+      labelNames: ["project", "grader", "code"],
+      registers,
+    });
+    this.duration = new client.Histogram({
+      name: "gradebox_grading_duration_seconds",
+      help: "Time to grade one request (grade or grade-batch), sandbox round trip included",
+      labelNames: ["route"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.batchSize = new client.Histogram({
+      name: "gradebox_batch_size",
+      help: "Threads per grading request",
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+      registers,
+    });
+    this.workerRestarts = new client.Counter({
+      name: "gradebox_worker_restarts_total",
+      help: "Sandbox workers replaced after they exited",
+      registers,
+    });
+    this.quarantines = new client.Counter({ name: "gradebox_quarantines_total", help: "Graders quarantined", registers });
+    new client.Gauge({
+      name: "gradebox_sandbox_workers_ready",
+      help: "Sandbox workers ready to grade",
+      registers,
+      collect() {
+        this.set(pool.readyWorkers);
+      },
+    });
+    // per-worker figures come from the workers themselves, asked at scrape time
+    const warm = new client.Gauge({ name: "gradebox_warm_isolates", help: "Warm grader isolates across workers", registers });
+    const evictions = new client.Gauge({
+      name: "gradebox_isolate_evictions",
+      help: "Warm isolates evicted (LRU) by the workers now running, since they started",
+      registers,
+    });
+    const rss = new client.Gauge({ name: "gradebox_sandbox_rss_bytes", help: "Resident memory of the sandbox workers", registers });
+    this.collectWorkers = async () => {
+      const stats = await pool.stats().catch(() => []);
+      warm.set(stats.reduce((a, s) => a + s.warm, 0));
+      evictions.set(stats.reduce((a, s) => a + s.evictions, 0));
+      rss.set(stats.reduce((a, s) => a + s.rss, 0));
+    };
+  }
+
+  /** Refreshes the figures that live in the workers; called before each scrape. */
+  readonly collectWorkers: () => Promise<void>;
+
+  observe(project: string, grader: string, route: "grade" | "grade-batch", seconds: number, outcomes: GradeOutcome[]): void {
+    this.duration.observe({ route }, seconds);
+    this.batchSize.observe(outcomes.length);
+    const counts = new Map<string, number>();
+    for (const o of outcomes) {
+      const code = "error" in o ? o.error.code : "ok";
+      counts.set(code, (counts.get(code) ?? 0) + 1);
+    }
+    for (const [code, n] of counts) this.grades.inc({ project, grader, code }, n);
+  }
+}
