@@ -2,8 +2,10 @@
 // build it with a store and a started sandbox pool.
 
 import { randomUUID } from "node:crypto";
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from "fastify";
-import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
@@ -103,10 +105,27 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     reply.code(404).type("application/problem+json").send(JSON.stringify(body));
   });
 
+  // OpenAPI 3.1 generated from the routes' own zod schemas; interactive docs at /docs
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Gradebox",
+        version: "0.1.0",
+        description: "Function graders: register, validate and run async grade(thread) functions.",
+      },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "an API key: gbx_…" } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
   const metrics = new Metrics(pool);
-  app.get("/healthz", async () => ({ status: "ok", workers: pool.readyWorkers }));
+  app.get("/healthz", { schema: { operationId: "health", security: [] } }, async () => ({ status: "ok", workers: pool.readyWorkers }));
   // ready to grade: the database answers and at least one sandbox worker is up
-  app.get("/readyz", async (_req, reply) => {
+  app.get("/readyz", { schema: { operationId: "ready", security: [] } }, async (_req, reply) => {
     let database = false;
     try {
       database = store.db.open && store.db.prepare("SELECT 1 AS ok").get() !== undefined;
@@ -114,7 +133,7 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     const ready = database && pool.readyWorkers > 0;
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not ready", database, workers: pool.readyWorkers });
   });
-  app.get("/metrics", async (_req, reply) => {
+  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
     await metrics.collectWorkers();
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

@@ -42,6 +42,7 @@ const errors = {
   413: Problem,
   415: Problem,
   422: Problem,
+  423: Problem,
   500: Problem,
   503: Problem,
 };
