@@ -20,6 +20,7 @@ check: install
 	npx biome check .
 
 test: check
+	scripts/ensure-chromium.sh
 	$(NODE) --test --test-concurrency=1 $(TESTS)
 
 bench: install

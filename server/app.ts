@@ -8,6 +8,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, Lo
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import type { Config } from "./config.ts";
+import { registerConsole } from "./console.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Metrics } from "./metrics.ts";
@@ -121,6 +122,9 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  app.decorateRequest("project", "");
+  registerConsole(app);
 
   const metrics = new Metrics(pool);
   app.get("/healthz", { schema: { operationId: "health", security: [] } }, async () => ({ status: "ok", workers: pool.readyWorkers }));

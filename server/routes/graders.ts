@@ -98,6 +98,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
+
+  app.get("/v1/me", { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...errors } } }, async (req) => ({
+    project: req.project,
+  }));
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */

@@ -1,0 +1,129 @@
+// The web console end to end in real headless Chromium (Debian's chromium, driven by
+// playwright-core) against the real server on a real port.
+
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { after, before, test } from "node:test";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { call, startServer, type TestServer } from "./helpers.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const shots = process.env.GRADEBOX_SCREENSHOTS; // set to a folder to refresh the README's screenshots
+let s: TestServer;
+let browser: Browser;
+let page: Page;
+let key: string;
+
+before(async () => {
+  s = await startServer({ listen: true });
+  key = s.keyFor("web");
+  await call(s.app, "POST", "/v1/projects/web/graders", {
+    key: "exact",
+    description: "Strict equality",
+    source:
+      "async function grade(thread: StringThread): Promise<number> {\n  if (thread.metadata.boom) throw new Error('boom');\n  return thread.completion() === thread.metadata.expected ? 1.0 : 0.0;\n}",
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  if (shots) mkdirSync(shots, { recursive: true });
+});
+after(async () => {
+  await browser?.close();
+  await s.close();
+});
+
+const shot = async (name: string) => {
+  if (shots) await page.screenshot({ path: `${shots}/${name}.png` });
+};
+
+test("connect with an API key, list graders, open one with highlighted source", async () => {
+  await page.goto(s.url);
+  await page.fill("#api-key", "gbx_wrong");
+  await page.click("#connect button");
+  await page.waitForSelector("#status:has-text('not valid')");
+  await page.fill("#api-key", key);
+  await page.click("#connect button");
+  await page.waitForSelector("#who:has-text('project web')");
+  await page.click("#graders tr[data-key='exact']");
+  await page.waitForSelector("#detail-key:has-text('exact')");
+  assert.match((await page.textContent("#detail-meta")) ?? "", /Strict equality/);
+  assert.ok((await page.locator("#source .hljs-keyword").count()) > 0, "the source is highlighted");
+  assert.equal(await page.locator("#source .line").count(), 4);
+  await shot("console-grader");
+});
+
+test("create: a failing check is shown on the offending line; a good source is created", async () => {
+  await page.click("#new-grader");
+  await page.fill("#create-key", "broken");
+  await page.fill("#create-source", "async function grade(t) {\n  const x = t.completion(;\n  return 1;\n}");
+  await page.click("#create-submit");
+  await page.waitForSelector("#create-error:has-text('syntax check failed')");
+  assert.equal(await page.locator("#create-error .error-line").getAttribute("data-line"), "2");
+  await shot("console-create-error");
+  await page.fill("#create-key", "lengthy");
+  await page.fill("#create-description", "long answers");
+  await page.fill("#create-source", "async (t) => ((t.completion() ?? '').length > 10 ? 1 : 0)");
+  await page.click("#create-submit");
+  await page.waitForSelector("#graders tr[data-key='lengthy']");
+  assert.equal(s.store.get("web", "broken"), undefined, "the failed one was not saved");
+});
+
+test("lock refuses delete with the reason shown; unlock and delete after confirming", async () => {
+  await page.click("#graders tr[data-key='lengthy']");
+  await page.waitForSelector("#lock:has-text('Lock')");
+  await page.click("#lock");
+  await page.waitForSelector("#lock:has-text('Unlock')");
+  page.once("dialog", (d) => void d.accept());
+  await page.click("#delete");
+  await page.waitForSelector("#status:has-text('GRADER_LOCKED')");
+  assert.ok(s.store.get("web", "lengthy"));
+  await page.click("#lock");
+  await page.waitForSelector("#lock:has-text('Lock')");
+  page.once("dialog", (d) => void d.dismiss());
+  await page.click("#delete");
+  assert.ok(s.store.get("web", "lengthy"), "dismissing the confirmation deletes nothing");
+  page.once("dialog", (d) => void d.accept());
+  await page.click("#delete");
+  await page.waitForSelector("#status:has-text('deleted lengthy')");
+  assert.equal(await page.locator("#graders tr[data-key='lengthy']").count(), 0);
+  assert.equal(s.store.get("web", "lengthy"), undefined);
+});
+
+test("the test-payload panel grades pasted threads with a stored grader and with unsaved source", async () => {
+  await page.click("#graders tr[data-key='exact']");
+  const t = (content: string, metadata: Record<string, unknown>) => JSON.stringify({ turns: [{ role: "assistant", content }], metadata });
+  await page.fill("#threads", [t("4", { expected: "4" }), t("5", { expected: "4" }), t("4", { boom: true })].join("\n"));
+  await page.click("#run-test");
+  await page.waitForSelector("#results tbody tr:nth-child(3)");
+  const rows = await page.locator("#results tbody tr").allTextContents();
+  assert.match(rows[0], /^11/);
+  assert.match(rows[1], /^20/);
+  assert.match(rows[2], /^3GRADER_ERROR: Error: boom/);
+  await shot("console-test-payload");
+
+  await page.click("#new-grader");
+  await page.fill("#create-source", "async (t) => ({ score: 0.5, reason: 'half for ' + t.completion() })");
+  await page.check("input[name='target'][value='source']");
+  await page.fill("#threads", JSON.stringify([{ turns: [{ role: "assistant", content: "x" }] }]));
+  await page.click("#run-test");
+  await page.waitForSelector("#results tbody tr:has-text('half for x')");
+  assert.deepEqual(await page.locator("#results tbody tr td").allTextContents(), ["1", "0.5", "half for x"]);
+});
+
+test("the key is kept in session storage: a reload reconnects", async () => {
+  await page.reload();
+  await page.waitForSelector("#who:has-text('project web')");
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("gradebox.apiKey")), key);
+  assert.equal(await page.evaluate(() => localStorage.length), 0, "never in local storage");
+});
