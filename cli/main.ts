@@ -73,13 +73,14 @@ keys
   .command("revoke")
   .description("revoke a key by its id (from `keys list`); it stops working at once")
   .argument("<id>", "the key id, key_…")
-  .action((id: string) => {
+  .option("--json", "print JSON")
+  .action((id: string, opts: { json?: boolean }) => {
     try {
       withStore((s) => s.keys.revoke(id));
     } catch (error) {
       program.error(`error: ${(error as Error).message}`);
     }
-    console.log(`revoked ${id}`);
+    console.log(opts.json ? JSON.stringify({ revoked: id }) : `revoked ${id}`);
   });
 
 // ---------------------------------------------------------------------------------------------

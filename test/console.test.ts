@@ -112,6 +112,17 @@ test("the test-payload panel grades pasted threads with a stored grader and with
   assert.match(rows[2], /^3GRADER_ERROR: Error: boom/);
   await shot("console-test-payload");
 
+  // an uploaded file fills the panel
+  await page.setInputFiles("#threads-file", {
+    name: "threads.jsonl",
+    mimeType: "application/json",
+    buffer: Buffer.from(`${t("4", { expected: "4" })}\n`),
+  });
+  await page.waitForFunction(() => (document.querySelector("#threads") as HTMLTextAreaElement).value.includes('"expected":"4"'));
+  await page.click("#run-test");
+  await page.waitForFunction(() => document.querySelectorAll("#results tbody tr").length === 1);
+  assert.deepEqual(await page.locator("#results tbody tr td").allTextContents(), ["1", "1", ""]);
+
   await page.click("#new-grader");
   await page.fill("#create-source", "async (t) => ({ score: 0.5, reason: 'half for ' + t.completion() })");
   await page.check("input[name='target'][value='source']");
