@@ -82,8 +82,8 @@ class Runtime {
       if (this.isolate.isDisposed) {
         throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
       }
-      const message = error instanceof Error ? error.message : String(error);
-      if (/timed out/i.test(message)) {
+      // isolated-vm's own message; a grader's module that throws "timed out" is not a timeout
+      if (error instanceof Error && error.message === "Script execution timed out.") {
         throw new GraderError("GRADER_TIMEOUT", `exceeded the ${this.limits.timeoutMs} ms time limit`);
       }
       throw new GraderError("GRADER_ERROR", describeError(error).slice(0, 2000));

@@ -121,6 +121,13 @@ describe("4 execution", () => {
   test("a module body that throws", async () => {
     await expectFailure('throw new Error("boom");\nasync function grade(t) { return 1 }', "execution", /Error: boom/);
   });
+  test("a module body whose error merely says 'timed out' is not a timeout", async () => {
+    await expectFailure(
+      'throw new Error("request timed out");\nasync function grade(t) { return 1 }',
+      "execution",
+      /Error: request timed out/,
+    );
+  });
   test("a module body that loops forever", async () => {
     await expectFailure("for (;;) {}\nasync function grade(t) { return 1 }", "execution", /time limit/);
   });
