@@ -130,20 +130,29 @@ function fail(error: unknown, opts: ApiOptions, source?: string): never {
 
 const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
+/** Runs a command's work; any error is reported by `fail` (with the source, for a caret). */
+const run = (opts: ApiOptions, work: () => Promise<unknown>, source?: string) =>
+  work().then(
+    () => undefined,
+    (error) => fail(error, opts, source),
+  );
+
 api("push", "validate a grader file and create it (the five checks run on the server)")
   .argument("<file>", "a .ts or .js file with an async grade(thread) function")
   .requiredOption("-k, --key <key>", "the grader key")
   .option("-d, --description <text>", "what it scores", "")
   .action(async (file: string, opts: ApiOptions & { key: string; description: string }) => {
     const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
-    try {
-      const grader = await client(opts).graders.create.function({ key: opts.key, source, description: opts.description });
-      if (opts.json) return printJson(grader);
-      console.log(`✓ created ${grader.key}`);
-      for (const w of grader.warnings) console.log(`  warning: ${w}`);
-    } catch (error) {
-      fail(error, opts, source);
-    }
+    await run(
+      opts,
+      async () => {
+        const grader = await client(opts).graders.create.function({ key: opts.key, source, description: opts.description });
+        if (opts.json) return printJson(grader);
+        console.log(`✓ created ${grader.key}`);
+        for (const w of grader.warnings) console.log(`  warning: ${w}`);
+      },
+      source,
+    );
   });
 
 api("test", "run the five checks on a file and grade sample threads, without saving")
@@ -163,23 +172,25 @@ api("test", "run the five checks on a file and grade sample threads, without sav
             }
           })
       : undefined;
-    try {
-      const res = await client(opts).graders.validate({ source, threads });
-      if (opts.json) return printJson(res);
-      console.log("✓ all five checks passed");
-      for (const w of res.warnings) console.log(`  warning: ${w}`);
-      for (const [i, r] of (res.results ?? []).entries()) {
-        console.log(
-          `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}`}`,
-        );
-      }
-    } catch (error) {
-      fail(error, opts, source);
-    }
+    await run(
+      opts,
+      async () => {
+        const res = await client(opts).graders.validate({ source, threads });
+        if (opts.json) return printJson(res);
+        console.log("✓ all five checks passed");
+        for (const w of res.warnings) console.log(`  warning: ${w}`);
+        for (const [i, r] of (res.results ?? []).entries()) {
+          console.log(
+            `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}`}`,
+          );
+        }
+      },
+      source,
+    );
   });
 
-api("ls", "list the project's graders").action(async (opts: ApiOptions) => {
-  try {
+api("ls", "list the project's graders").action((opts: ApiOptions) =>
+  run(opts, async () => {
     const graders = await client(opts).graders.list();
     if (opts.json) return printJson(graders);
     if (graders.length === 0) return console.log("no graders");
@@ -187,25 +198,21 @@ api("ls", "list the project's graders").action(async (opts: ApiOptions) => {
       const flags = [g.locked ? "locked" : "", g.quarantinedAt ? "quarantined" : ""].filter(Boolean).join(",");
       console.log(`${g.key.padEnd(28)} ${g.kind.padEnd(9)} ${flags.padEnd(12)} ${g.description}`);
     }
-  } catch (error) {
-    fail(error, opts);
-  }
-});
+  }),
+);
 
 api("get", "show one grader with its source")
   .argument("<key>", "the grader key")
-  .action(async (key: string, opts: ApiOptions) => {
-    try {
+  .action((key: string, opts: ApiOptions) =>
+    run(opts, async () => {
       const g = await client(opts).graders.get({ graderKey: key });
       if (opts.json) return printJson(g);
       console.log(`${g.key} (${g.kind}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`);
       for (const w of g.warnings) console.log(`warning: ${w}`);
       if (g.parts) for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey} × ${p.weight}`);
       if (g.source !== undefined) console.log(`\n${g.source}`);
-    } catch (error) {
-      fail(error, opts);
-    }
-  });
+    }),
+  );
 
 for (const [name, locked] of [
   ["lock", true],
@@ -213,28 +220,24 @@ for (const [name, locked] of [
 ] as const) {
   api(name, locked ? "lock a grader (it cannot be deleted while locked)" : "unlock a grader")
     .argument("<key>", "the grader key")
-    .action(async (key: string, opts: ApiOptions) => {
-      try {
+    .action((key: string, opts: ApiOptions) =>
+      run(opts, async () => {
         const g = await client(opts).graders.lock({ graderKey: key, locked });
         if (opts.json) return printJson(g);
         console.log(`✓ ${key} ${locked ? "locked" : "unlocked"}`);
-      } catch (error) {
-        fail(error, opts);
-      }
-    });
+      }),
+    );
 }
 
 api("rm", "delete a grader (refused while locked or used by a combined grader)")
   .argument("<key>", "the grader key")
-  .action(async (key: string, opts: ApiOptions) => {
-    try {
+  .action((key: string, opts: ApiOptions) =>
+    run(opts, async () => {
       await client(opts).graders.delete({ graderKey: key });
       if (opts.json) return printJson({ deleted: key });
       console.log(`✓ deleted ${key}`);
-    } catch (error) {
-      fail(error, opts);
-    }
-  });
+    }),
+  );
 
 api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads) with a grader")
   .argument("<key>", "the grader key")
@@ -244,7 +247,7 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
   .option("--batch <n>", "threads per request", (v) => Number.parseInt(v, 10), 256)
   .action(async (key: string, opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number }) => {
     if (!opts.thread === !opts.threads) fail(new Error("pass exactly one of --thread <file> or --threads <jsonl>"), opts);
-    try {
+    await run(opts, async () => {
       if (opts.thread) {
         const thread = JSON.parse(await readFile(opts.thread, "utf8"));
         const res = await client(opts).graders.grade({ graderKey: key, thread });
@@ -267,9 +270,7 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
       // with results on stdout, the summary goes to stderr so the JSONL stays clean
       if (opts.out || opts.json) console.log(line);
       else console.error(line);
-    } catch (error) {
-      fail(error, opts);
-    }
+    });
   });
 
 await program.parseAsync();

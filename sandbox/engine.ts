@@ -274,6 +274,6 @@ function toOutcome(error: unknown): GradeOutcome {
 }
 
 function describeError(error: unknown): string {
-  if (error instanceof GraderError || !(error instanceof Error)) return error instanceof Error ? error.message : String(error);
-  return `${error.name}: ${error.message}`;
+  if (!(error instanceof Error)) return String(error);
+  return error instanceof GraderError ? error.message : `${error.name}: ${error.message}`;
 }

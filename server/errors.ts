@@ -44,10 +44,8 @@ export class AppError extends Error {
   }
 }
 
-/** Fastify's own request errors, mapped onto our codes. */
+/** Fastify's own request errors, mapped onto our codes (JSON bodies are ours: json-body.ts). */
 export const FASTIFY_CODES: Record<string, ErrorCode> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: "INVALID_JSON",
-  FST_ERR_CTP_EMPTY_JSON_BODY: "INVALID_JSON",
   FST_ERR_CTP_BODY_TOO_LARGE: "BODY_TOO_LARGE",
   FST_ERR_CTP_INVALID_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: "INVALID_REQUEST",

@@ -91,6 +91,9 @@ function fromRaw(r: Raw): GraderRow {
 const SELECT_GRADER = `SELECT g.*, (SELECT count(*) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > @since) AS recent_faults FROM graders g`;
 const since = () => new Date(Date.now() - FAULT_WINDOW_MS).toISOString();
 
+export const graderExists = (project: string, key: string) =>
+  new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
+
 export function migrate(db: Database.Database): string[] {
   db.exec(
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT",
@@ -159,10 +162,7 @@ export class Store {
     const id = randomUUID();
     this.db.transaction(() => {
       if (this.get(g.project, g.key)) {
-        throw new AppError(
-          "GRADER_EXISTS",
-          `grader "${g.key}" already exists in project "${g.project}"; delete it first or pick another key`,
-        );
+        throw graderExists(g.project, g.key);
       }
       const now = new Date().toISOString();
       this.stmts.insertCombined.run({ id, project: g.project, key: g.key, mode: g.mode, description: g.description, now });
@@ -185,10 +185,7 @@ export class Store {
       this.stmts.insert.run({ ...g, id, warnings: JSON.stringify(g.warnings), now: new Date().toISOString() });
     } catch (error) {
       if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
-        throw new AppError(
-          "GRADER_EXISTS",
-          `grader "${g.key}" already exists in project "${g.project}"; delete it first or pick another key`,
-        );
+        throw graderExists(g.project, g.key);
       }
       throw error;
     }

@@ -25,7 +25,7 @@ import {
   Source,
   threadSchema,
 } from "../schemas.ts";
-import type { GraderRow, Store } from "../store.ts";
+import { type GraderRow, graderExists, type Store } from "../store.ts";
 
 export interface GraderRoutesOptions {
   config: Config;
@@ -133,9 +133,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     async (req, reply) => {
       const { project } = req.params;
       const { key, source, description } = req.body;
-      if (store.get(project, key)) {
-        throw new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
-      }
+      // answer a taken key before the five checks run; the insert still enforces it under races
+      if (store.get(project, key)) throw graderExists(project, key);
       const { compiled, warnings } = await validate(source);
       const sourceSha256 = createHash("sha256").update(source).digest("hex");
       const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings });
