@@ -1,9 +1,8 @@
 // make bench: grading throughput and latency, every row measured in this run and reported as
 // a ratio to (a), the grader called natively in this process. Writes bench/results.json.
 
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import vm from "node:vm";
@@ -11,6 +10,7 @@ import * as esbuild from "esbuild";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
+import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 
 type Grade = (t: StringThread) => Promise<unknown>;
@@ -176,26 +176,10 @@ log("pool rows done");
 
 // (e) over HTTP through the SDK, against the real server in its own process
 const dir = mkdtempSync(join(tmpdir(), "gradebox-bench-"));
-const port = await new Promise<number>((resolve) => {
-  const s = createServer().listen(0, "127.0.0.1", () => {
-    const p = (s.address() as { port: number }).port;
-    s.close(() => resolve(p));
-  });
-});
-const server: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
-  cwd: new URL("..", import.meta.url).pathname,
-  env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2" },
-  stdio: ["ignore", "ignore", "inherit"],
-});
+// the real server in its own process, started as the tests start it
+const server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2" });
 try {
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {}
-    if (i > 300) throw new Error("server did not start");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const url = server.url;
   const client = new Gradebox({ baseURL: url, project: "default", apiKey: readFileSync(join(dir, "default.key"), "utf8").trim() });
   for (const [name, source] of Object.entries(GRADERS)) await client.graders.create.function({ key: name, source });
 
@@ -255,8 +239,8 @@ try {
     }),
   );
   const pids = [
-    server.pid as number,
-    ...execFileSync("pgrep", ["-P", String(server.pid)])
+    server.child.pid as number,
+    ...execFileSync("pgrep", ["-P", String(server.child.pid)])
       .toString()
       .trim()
       .split("\n")
@@ -266,8 +250,8 @@ try {
   extra.rssWith1000GradersMB = Math.round(rssKb / 1024);
   log("registration and memory done");
 } finally {
-  server.kill("SIGTERM");
-  await new Promise((r) => server.once("exit", r));
+  server.child.kill("SIGTERM");
+  await server.exited;
   rmSync(dir, { recursive: true, force: true });
 }
 
