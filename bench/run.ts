@@ -17,8 +17,18 @@ type Grade = (t: StringThread) => Promise<unknown>;
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
 const BATCH = 250;
 const threads = makeThreads(2000);
-const rows: Array<{ row: string; grader: string; itemsPerSec?: number; p50Ms?: number; p99Ms?: number; p999Ms?: number; note?: string }> =
-  [];
+interface Row {
+  row: string;
+  grader: string;
+  itemsPerSec?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  p999Ms?: number;
+  /** CPU time per item spent by each process taking part (the profile of where a row's time goes) */
+  cpuUsPerItem?: Record<string, number>;
+  note?: string;
+}
+const rows: Row[] = [];
 const extra: Record<string, number | string> = {};
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
@@ -27,14 +37,45 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil(s.length * p) - 1)];
 };
 
-/** Runs fn repeatedly for at least `ms` (after one warm-up pass) and returns items per second. */
-async function throughput(fn: () => Promise<number>, ms = 1500): Promise<number> {
+/** CPU time (user + system, all threads) a process has used so far, in µs; 10 ms resolution. */
+function cpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** The sandbox worker processes among a process's children (not esbuild's service process). */
+function sandboxWorkers(parent: number): number[] {
+  const children = spawnSync("pgrep", ["-P", String(parent)], { encoding: "utf8" })
+    .stdout.trim()
+    .split("\n")
+    .filter(Boolean)
+    .map(Number);
+  return children.filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker.ts"));
+}
+
+/**
+ * Runs fn repeatedly for at least `ms` (after one warm-up pass): items per second, and the CPU
+ * time per item of each group of processes in `watch`.
+ */
+async function measure(
+  fn: () => Promise<number>,
+  watch: Record<string, number[]> = {},
+  ms = 1500,
+): Promise<Pick<Row, "itemsPerSec" | "cpuUsPerItem">> {
   await fn();
   let items = 0;
+  const groups = Object.entries(watch);
+  const before = groups.map(([, pids]) => pids.reduce((a, pid) => a + cpuUs(pid), 0));
   const start = performance.now();
   while (performance.now() - start < ms) items += await fn();
-  return items / ((performance.now() - start) / 1000);
+  const itemsPerSec = items / ((performance.now() - start) / 1000);
+  if (groups.length === 0) return { itemsPerSec };
+  const cpuUsPerItem = Object.fromEntries(
+    groups.map(([name, pids], i) => [name, +((pids.reduce((a, pid) => a + cpuUs(pid), 0) - before[i]) / items).toFixed(1)]),
+  );
+  return { itemsPerSec, cpuUsPerItem };
 }
+const throughput = async (fn: () => Promise<number>, ms = 1500) => (await measure(fn, {}, ms)).itemsPerSec as number;
 
 const pool = new SandboxPool({ size: 2, limits: LIMITS });
 await pool.start();
@@ -121,7 +162,7 @@ async function engineBatch(p: SandboxPool, id: string, code: string, concurrency
     Array.from({ length: concurrency }, async () => {
       while (next < batches.length) {
         const b = batches[next++];
-        const results = await p.gradeBatch({ id, compiled: code }, JSON.stringify(b), b.length);
+        const results = await p.gradeBatch({ id, compiled: code }, b);
         if (results.some((r) => "error" in r)) throw new Error(JSON.stringify(results.find((r) => "error" in r)));
         done += b.length;
       }
@@ -131,14 +172,14 @@ async function engineBatch(p: SandboxPool, id: string, code: string, concurrency
 }
 for (const name of Object.keys(GRADERS)) {
   // 20 clean jobs make a grader trusted, and only trusted graders may use every worker
-  for (let i = 0; i < 25; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, JSON.stringify([threads[i]]), 1);
+  for (let i = 0; i < 25; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, [threads[i]]);
   rows.push({
     row: "(d) sandbox engine, batch",
     grader: name,
-    itemsPerSec: await throughput(() => engineBatch(pool, name, compiled[name], 2)),
+    ...(await measure(() => engineBatch(pool, name, compiled[name], 2), { bench: [process.pid], workers: pool.pids })),
   });
   const single = async () => {
-    for (let i = 0; i < 200; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, JSON.stringify([threads[i]]), 1);
+    for (let i = 0; i < 200; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, [threads[i]]);
     return 200;
   };
   rows.push({ row: "(d) sandbox engine, single", grader: name, itemsPerSec: await throughput(single) });
@@ -165,7 +206,7 @@ log("engine done");
   for (let i = 0; i < 200; i++) {
     const v = await pool.validate(`${GRADERS["exact-match"]}\n// variant ${i}`);
     if (!v.ok) throw new Error(v.failure.message);
-    await pool.gradeBatch({ id: `mem-${i}`, compiled: v.compiled }, JSON.stringify([threads[i]]), 1);
+    await pool.gradeBatch({ id: `mem-${i}`, compiled: v.compiled }, [threads[i]]);
   }
   const after = await pool.stats();
   const warm = after.reduce((a, s) => a + s.warm, 0) - warmBefore;
@@ -198,7 +239,9 @@ try {
       );
       return done;
     };
-    rows.push({ row: "(e) HTTP gradeBatch (SDK)", grader: name, itemsPerSec: await throughput(httpBatch) });
+    const serverPid = server.child.pid as number;
+    const watch = { bench: [process.pid], server: [serverPid], workers: sandboxWorkers(serverPid) };
+    rows.push({ row: "(e) HTTP gradeBatch (SDK)", grader: name, ...(await measure(httpBatch, watch)) });
   }
   const latencies: number[] = [];
   for (let i = 0; i < 3000; i++) {
@@ -258,11 +301,19 @@ try {
 // the table
 const fmt = (n?: number, d = 0) =>
   n === undefined ? "" : n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
-const lines = ["| row | grader | items/s | × native | p50 ms | p99 ms | p99.9 ms |", "|---|---|---:|---:|---:|---:|---:|"];
+const lines = [
+  "| row | grader | items/s | × native | p50 ms | p99 ms | p99.9 ms | CPU µs/item |",
+  "|---|---|---:|---:|---:|---:|---:|---|",
+];
 for (const r of rows) {
   const ratio = r.itemsPerSec && native[r.grader] ? r.itemsPerSec / native[r.grader] : undefined;
+  const cpu = r.cpuUsPerItem
+    ? Object.entries(r.cpuUsPerItem)
+        .map(([who, us]) => `${who} ${us}`)
+        .join(" · ")
+    : "";
   lines.push(
-    `| ${r.row} | ${r.grader} | ${fmt(r.itemsPerSec)} | ${ratio === undefined ? "" : ratio < 0.01 ? ratio.toExponential(1) : ratio.toFixed(2)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.p999Ms, 2)} |`,
+    `| ${r.row} | ${r.grader} | ${fmt(r.itemsPerSec)} | ${ratio === undefined ? "" : ratio < 0.01 ? ratio.toExponential(1) : ratio.toFixed(2)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.p999Ms, 2)} | ${cpu} |`,
   );
 }
 const commit = (() => {

@@ -1,9 +1,10 @@
 // The engine: owns isolates inside one sandbox worker process. One isolate per grader, kept
 // warm in an LRU map, rebuilt after any disposal. Only strings and numbers cross into an
-// isolate; the three References the host keeps point at trusted prelude functions.
+// isolate (a batch crosses packed, see batch.ts); the three References the host keeps point at trusted prelude functions.
 
 import ivm from "isolated-vm";
 import { analyze } from "./analyze.ts";
+import { type PackedBatch, packBatch } from "./batch.ts";
 import { type CheckFailure, GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome, MOCK_THREAD } from "./checks.ts";
 import { bundle, bundlePrelude, checkSyntax } from "./compile.ts";
 
@@ -41,6 +42,7 @@ interface CallState {
 }
 
 const preludeSource = bundlePrelude();
+const MOCK_BATCH = packBatch([MOCK_THREAD]);
 
 /** A live isolate with a grader loaded into it. */
 class Runtime {
@@ -90,11 +92,12 @@ class Runtime {
     }
   }
 
-  /** One crossing in, one out: grades from `from` on, until the prelude's time slice ends. */
-  call(batchJson: string, from: number, maxItems: number): CallState {
+  /** One crossing in, one out: grades from `from` on, until the prelude's time slice ends. No batch: the last one loaded. */
+  call(batch: PackedBatch | undefined, from: number, maxItems: number): CallState {
     return this.guard(() => {
       const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
-      this.fns.run.applySync(undefined, [batchJson, from, maxItems, sliceMs], { timeout: this.limits.timeoutMs });
+      const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
+      this.fns.run.applySync(undefined, args, { timeout: this.limits.timeoutMs });
       return JSON.parse(this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs }) as string) as CallState;
     });
   }
@@ -166,21 +169,21 @@ export class Engine {
   }
 
   /**
-   * Grades a batch (a JSON array of wire threads) with one grader. Fast path: the whole batch
+   * Grades a packed batch of threads with one grader. Fast path: the whole batch
    * in one crossing. When a call dies (timeout, out of memory) the items since the last good
    * result are re-run one per call, so the error lands on the item that caused it and every
    * other item still gets its own score.
    */
-  gradeBatch(grader: GraderCode, batchJson: string, count: number): GradeOutcome[] {
+  gradeBatch(grader: GraderCode, batch: PackedBatch): GradeOutcome[] {
     return this.gradeWith(
       () => this.runtime(grader),
       () => this.evict(grader.id),
-      batchJson,
-      count,
+      batch,
     );
   }
 
-  private gradeWith(acquire: () => Runtime, discard: () => void, batchJson: string, count: number): GradeOutcome[] {
+  private gradeWith(acquire: () => Runtime, discard: () => void, batch: PackedBatch): GradeOutcome[] {
+    const count = batch.count;
     const results: GradeOutcome[] = new Array(count);
     let i = 0;
     let single = false;
@@ -197,7 +200,7 @@ export class Engine {
       }
       const alone = single || count - i === 1;
       try {
-        const state = rt.call(loaded === rt ? "" : batchJson, i, alone ? 1 : count - i);
+        const state = rt.call(loaded === rt ? undefined : batch, i, alone ? 1 : count - i);
         loaded = rt;
         state.results.forEach((value, k) => {
           results[i + k] = checkedOutcome(value);
@@ -227,7 +230,7 @@ export class Engine {
   }
 
   /** The five checks (size is the server's) and, when threads are given, grading them too. */
-  async validate(source: string, threadsJson?: string, threadCount = 0): Promise<ValidationResult> {
+  async validate(source: string, threads?: PackedBatch): Promise<ValidationResult> {
     const syntax = await checkSyntax(source);
     if (syntax) return { ok: false, failure: syntax };
     const analysis = analyze(source);
@@ -248,14 +251,14 @@ export class Engine {
     };
     const discard = () => current.dispose();
     try {
-      const [mock] = this.gradeWith(acquire, discard, JSON.stringify([MOCK_THREAD]), 1);
+      const [mock] = this.gradeWith(acquire, discard, MOCK_BATCH);
       if ("error" in mock) {
         return {
           ok: false,
           failure: { check: "test_run", message: `grade(mock thread) failed with ${mock.error.code}: ${mock.error.message}` },
         };
       }
-      const results = threadsJson === undefined ? undefined : this.gradeWith(acquire, discard, threadsJson, threadCount);
+      const results = threads === undefined ? undefined : this.gradeWith(acquire, discard, threads);
       return { ok: true, compiled: built.compiled, warnings: analysis.warnings, ...(results ? { results } : {}) };
     } finally {
       current.dispose();

@@ -5,6 +5,8 @@
 
 import { type ChildProcess, fork } from "node:child_process";
 import { EventEmitter } from "node:events";
+import type { WireThread } from "../sdk/thread.ts";
+import { packBatch } from "./batch.ts";
 import type { GradeErrorCode, GradeOutcome } from "./checks.ts";
 import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
 import { LIMITS_ENV, type WorkerHello, type WorkerReply, type WorkerRequest } from "./protocol.ts";
@@ -61,6 +63,8 @@ const TRUST_AFTER_JOBS = 20;
 /** …and stops being trusted for this long after one. */
 const SUSPECT_MS = 5 * 60 * 1000;
 const HEALTH_MAX = 10_000;
+/** A batch is split across idle workers only into parts of at least this many threads: a part costs one more round trip. */
+const MIN_PART = 32;
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
 
 interface Health {
@@ -122,7 +126,7 @@ export class SandboxPool extends EventEmitter {
   private spawn(): Promise<void> {
     const child = fork(WORKER, [], {
       execArgv: ["--no-node-snapshot", "--import", TSX],
-      // the V8 serializer copies the batch string as it is, where JSON would escape it again
+      // the V8 serializer copies a packed batch's strings as they are, where JSON would escape them again
       serialization: "advanced",
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
       // V8 prints pages of heap statistics when it aborts on out-of-memory: keep them off the
@@ -257,19 +261,35 @@ export class SandboxPool extends EventEmitter {
     return this.options.limits.timeoutMs * (2 * items + 4) + 10_000;
   }
 
-  /** Grades threads (already a JSON array string) in order; never rejects for a grader's fault. */
-  async gradeBatch(grader: GraderCode, batchJson: string, count: number): Promise<GradeOutcome[]> {
+  /**
+   * Grades threads in order; never rejects for a grader's fault. A trusted grader's batch is
+   * split across the workers that are idle now, so one large batch uses every core; a worker
+   * lost under one part fails only that part's items.
+   */
+  async gradeBatch(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    const idle = this.slots.filter((s) => s.ready && !s.job).length - this.queue.length;
+    const parts = this.trusted(grader.id) ? Math.min(idle, Math.floor(threads.length / MIN_PART)) : 1;
+    if (parts <= 1) return this.gradePart(grader, threads);
+    const size = Math.ceil(threads.length / parts);
+    const pending: Array<Promise<GradeOutcome[]>> = [];
+    for (let i = 0; i < threads.length; i += size) pending.push(this.gradePart(grader, threads.slice(i, i + size)));
+    return (await Promise.all(pending)).flat();
+  }
+
+  private async gradePart(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
     try {
-      const reply = await this.submit({ op: "grade", grader, batch: batchJson, count }, this.budget(count), grader.id);
+      const batch = packBatch(threads);
+      const reply = await this.submit({ op: "grade", grader, batch }, this.budget(batch.count), grader.id);
       return (reply as Extract<WorkerReply, { op: "grade" }>).results;
     } catch (error) {
       if (!(error instanceof SandboxCrashError)) throw error;
-      return Array.from({ length: count }, () => ({ error: { code: error.code, message: error.message } }));
+      return Array.from({ length: threads.length }, () => ({ error: { code: error.code, message: error.message } }));
     }
   }
 
-  async validate(source: string, threadsJson?: string, count = 0): Promise<ValidationResult> {
-    const reply = await this.submit({ op: "validate", source, threads: threadsJson, count }, this.budget(count + 2) + 20_000);
+  async validate(source: string, threads?: readonly WireThread[]): Promise<ValidationResult> {
+    const count = threads?.length ?? 0;
+    const reply = await this.submit({ op: "validate", source, threads: threads && packBatch(threads) }, this.budget(count + 2) + 20_000);
     return (reply as Extract<WorkerReply, { op: "validate" }>).result;
   }
 

@@ -6,7 +6,8 @@
 // Everything the runner needs from the language is captured here, before grader code can
 // replace JSON.parse, Array.prototype.push or Date.now; the host type-checks results anyway.
 
-import { StringThread } from "../sdk/thread.ts";
+import { adoptThread, StringThread } from "../sdk/thread.ts";
+import { BatchReader } from "./batch.ts";
 
 type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
 type Outcome = number | Result | { code: string; message: string };
@@ -115,19 +116,20 @@ function install(): void {
   grade = candidate as (thread: StringThread) => unknown;
 }
 
-let loaded: Array<{ turns: []; metadata?: Record<string, unknown> }> = [];
+let loaded: BatchReader | undefined;
 
 /**
- * Grades up to `maxItems` of the loaded threads from `from` on, one after another, until
- * `sliceMs` has passed (at least one item). `batchJson` loads a new batch; "" keeps the last.
- * Returns at once; the work runs in microtasks, which isolated-vm flushes (under the call's
- * timeout) before the host call returns. There are no macrotasks in an isolate, so anything
- * still pending after that flush can never settle: `collect` reports it as such.
+ * Grades up to `maxItems` of the loaded batch from `from` on, one after another, until
+ * `sliceMs` has passed (at least one item). A non-empty `head` loads a new packed batch (see
+ * batch.ts); "" keeps the last. Returns at once; the work runs in microtasks, which
+ * isolated-vm flushes (under the call's timeout) before the host call returns. There are no
+ * macrotasks in an isolate, so anything still pending after that flush can never settle:
+ * `collect` reports it as such.
  */
-function run(batchJson: string, from: number, maxItems: number, sliceMs: number): void {
-  if (batchJson !== "") loaded = jsonParse(batchJson);
-  const threads = loaded;
-  const end = min(from + maxItems, threads.length);
+function run(head: string, text: string, from: number, maxItems: number, sliceMs: number): void {
+  if (head !== "") loaded = new BatchReader(head, text);
+  const batch = loaded as BatchReader;
+  const end = min(from + maxItems, batch.count);
   const call: CallState = { results: [], current: -1, finished: false };
   state = call;
   const fn = grade;
@@ -138,7 +140,7 @@ function run(batchJson: string, from: number, maxItems: number, sliceMs: number)
       call.current = i - from;
       let outcome: Outcome;
       try {
-        const thread = new StringThread(threads[i].turns, threads[i].metadata ?? {});
+        const thread = adoptThread(batch.turns(i), batch.metadataOf(i));
         outcome = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
       } catch (error) {
         outcome = { code: "GRADER_ERROR", message: messageOf(error) };

@@ -1,11 +1,12 @@
 // Messages between the pool (server process) and a sandbox worker process, over Node IPC.
 
+import type { PackedBatch } from "./batch.ts";
 import type { GradeOutcome } from "./checks.ts";
 import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
 
 export type WorkerRequest =
-  | { id: number; op: "grade"; grader: GraderCode; batch: string; count: number }
-  | { id: number; op: "validate"; source: string; threads?: string; count: number }
+  | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch }
+  | { id: number; op: "validate"; source: string; threads?: PackedBatch }
   | { id: number; op: "stats" };
 
 export type WorkerReply =

@@ -20,9 +20,9 @@ const engine = new Engine(limits);
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
   switch (req.op) {
     case "grade":
-      return { id: req.id, op: "grade", results: engine.gradeBatch(req.grader, req.batch, req.count) };
+      return { id: req.id, op: "grade", results: engine.gradeBatch(req.grader, req.batch) };
     case "validate":
-      return { id: req.id, op: "validate", result: await engine.validate(req.source, req.threads, req.count) };
+      return { id: req.id, op: "validate", result: await engine.validate(req.source, req.threads) };
     case "stats":
       return { id: req.id, op: "stats", warm: engine.warmCount, evictions: engine.evictions, rss: process.memoryUsage.rss() };
   }

@@ -15,11 +15,19 @@ export interface WireThread {
   metadata?: Metadata;
 }
 
+/** Only adoptThread holds it: the sandbox builds turns it already checked, and skips the copy. */
+const ADOPT = Symbol("adopt");
+
 export class StringThread {
   readonly #turns: Turn[];
   readonly metadata: Metadata;
 
-  constructor(turns: ReadonlyArray<Turn | WireTurn> = [], metadata: Metadata = {}) {
+  constructor(turns: ReadonlyArray<Turn | WireTurn> = [], metadata: Metadata = {}, adopt?: typeof ADOPT) {
+    this.metadata = metadata ?? {};
+    if (adopt === ADOPT) {
+      this.#turns = turns as Turn[];
+      return;
+    }
     if (!Array.isArray(turns)) throw new TypeError("StringThread: turns must be an array");
     this.#turns = turns.map((turn, i) => {
       const [role, content] = Array.isArray(turn) ? turn : [turn?.role, turn?.content];
@@ -29,7 +37,6 @@ export class StringThread {
       if (typeof content !== "string") throw new TypeError(`StringThread: turn ${i} content must be a string`);
       return [role as Role, content];
     });
-    this.metadata = metadata ?? {};
   }
 
   /** Content of the last turn if it is an assistant turn, else null. */
@@ -57,4 +64,9 @@ export class StringThread {
   toJSON(): WireThread {
     return { turns: this.#turns.map(([role, content]) => ({ role, content })), metadata: this.metadata };
   }
+}
+
+/** A thread over turns the caller built and owns: well-formed [role, content] tuples, not shared. */
+export function adoptThread(turns: Turn[], metadata: Metadata): StringThread {
+  return new StringThread(turns, metadata, ADOPT);
 }

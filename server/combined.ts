@@ -4,6 +4,7 @@
 import type { GradeOutcome } from "../sandbox/checks.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
+import type { WireThread } from "../sdk/thread.ts";
 import type { CombineMode, ResolvedPart } from "./store.ts";
 
 function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
@@ -15,11 +16,10 @@ export async function gradeCombined(
   pool: SandboxPool,
   mode: CombineMode,
   parts: ResolvedPart[],
-  batchJson: string,
-  count: number,
+  threads: readonly WireThread[],
 ): Promise<GradeOutcome[]> {
-  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, compiled: p.compiled }, batchJson, count)));
-  return Array.from({ length: count }, (_, i): GradeOutcome => {
+  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, compiled: p.compiled }, threads)));
+  return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
     const subscores: SubScore[] = [];
     for (const [k, part] of parts.entries()) {
       const outcome = perPart[k][i];

@@ -6,7 +6,11 @@ import { call, startServer, type TestServer, thread } from "./helpers.ts";
 
 let s: TestServer;
 before(async () => {
-  s = await startServer({ env: { GRADEBOX_MAX_BATCH: "50", GRADEBOX_BODY_LIMIT: "200000", GRADEBOX_TIMEOUT_MS: "300" } });
+  // a 32 MB heap fills in about 150 ms on this machine, a 64 MB one in 250–320: with a 300 ms
+  // time limit only the smaller heap lets a memory hog reach the memory limit first every time
+  s = await startServer({
+    env: { GRADEBOX_MAX_BATCH: "50", GRADEBOX_BODY_LIMIT: "200000", GRADEBOX_TIMEOUT_MS: "300", GRADEBOX_MEMORY_MB: "32" },
+  });
 });
 after(() => s.close());
 

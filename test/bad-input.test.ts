@@ -61,6 +61,15 @@ const cases: Case[] = [
   ["number body", "POST", P, "42", 400, "INVALID_REQUEST"],
   ["__proto__ key", "POST", P, '{"key": "p", "source": "async (t) => 1", "__proto__": {"admin": true}}', 400, "INVALID_JSON"],
   ["constructor.prototype key", "POST", P, '{"key": "p", "source": "x", "constructor": {"prototype": {"a": 1}}}', 400, "INVALID_JSON"],
+  ["\\u-escaped __proto__ key", "POST", P, '{"key": "p", "source": "x", "\\u005f_proto__": {"admin": true}}', 400, "INVALID_JSON"],
+  [
+    "\\u-escaped constructor key",
+    "POST",
+    P,
+    '{"key": "p", "source": "x", "constr\\u0075ctor": {"prototype": {"a": 1}}}',
+    400,
+    "INVALID_JSON",
+  ],
   [
     "not UTF-8",
     "POST",

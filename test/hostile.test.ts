@@ -283,7 +283,9 @@ const base = "/v1/projects/hostile/graders";
 const canary = `canary-${process.pid}`;
 
 before(async () => {
-  s = await startServer({ env: { GRADEBOX_TIMEOUT_MS: "300" } });
+  // a 32 MB heap fills in about 150 ms on this machine, a 64 MB one in 250–320: with a 300 ms
+  // time limit only the smaller heap lets a memory hog reach the memory limit first every time
+  s = await startServer({ env: { GRADEBOX_TIMEOUT_MS: "300", GRADEBOX_MEMORY_MB: "32" } });
   marker = join(mkdtempSync(join(tmpdir(), "gradebox-marker-")), "escaped");
   process.env.GRADEBOX_TEST_CANARY = canary;
   listener = createServer((socket) => {

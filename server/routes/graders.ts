@@ -6,6 +6,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
+import type { WireThread } from "../../sdk/thread.ts";
 import { authenticate } from "../auth.ts";
 import { gradeCombined } from "../combined.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
@@ -105,9 +106,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
-  async function validate(source: string, threads?: unknown[]) {
+  async function validate(source: string, threads?: WireThread[]) {
     checkSourceSize(source);
-    const result = await pool.validate(source, threads && JSON.stringify(threads), threads?.length ?? 0).catch((error: unknown) => {
+    const result = await pool.validate(source, threads).catch((error: unknown) => {
       if (!(error instanceof SandboxCrashError)) throw error;
       // the module body or the test run took its worker down (V8 aborts on some OOM paths)
       const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
@@ -225,14 +226,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
   );
 
-  async function grade(project: string, key: string, threads: unknown[], route: "grade" | "grade-batch"): Promise<GradeOutcome[]> {
+  async function grade(project: string, key: string, threads: WireThread[], route: "grade" | "grade-batch"): Promise<GradeOutcome[]> {
     const started = performance.now();
     const outcomes = await gradeRow(store.mustGet(project, key), threads);
     metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
     return outcomes;
   }
 
-  async function gradeRow(row: GraderRow, threads: unknown[]): Promise<GradeOutcome[]> {
+  async function gradeRow(row: GraderRow, threads: WireThread[]): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
@@ -243,9 +244,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       }));
     }
-    const batch = JSON.stringify(threads);
-    if (row.kind === "combined") return gradeCombined(pool, row.mode ?? "weighted", row.parts ?? [], batch, threads.length);
-    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, batch, threads.length);
+    if (row.kind === "combined") return gradeCombined(pool, row.mode ?? "weighted", row.parts ?? [], threads);
+    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, threads);
   }
 
   app.post(

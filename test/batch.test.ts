@@ -1,0 +1,180 @@
+// Packed batches (sandbox/batch.ts): what a grader sees is exactly what was sent, through the
+// codec alone, through a real isolate, and through the pool when it splits one batch across
+// both workers.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { BatchReader, packBatch } from "../sandbox/batch.ts";
+import { Engine } from "../sandbox/engine.ts";
+import { ROLES, type WireThread } from "../sdk/thread.ts";
+import { call, startServer, type TestServer, thread } from "./helpers.ts";
+
+const read = (threads: WireThread[]) => {
+  const { head, text, count } = packBatch(threads);
+  const reader = new BatchReader(head, text);
+  assert.equal(reader.count, count);
+  return threads.map((_, i) => ({
+    turns: reader.turns(i).map(([role, content]) => ({ role, content })),
+    metadata: reader.metadataOf(i),
+  }));
+};
+
+const awkward: WireThread[] = [
+  { turns: [{ role: "assistant", content: "" }] },
+  { turns: [{ role: "user", content: "héllo wörld — ünïcode" }], metadata: { a: 1, nested: { b: [1, "two", null, true] } } },
+  {
+    turns: [
+      { role: "user", content: "emoji 🎉 and 中文" },
+      { role: "assistant", content: "\u0000 NUL inside" },
+    ],
+    metadata: {},
+  },
+  {
+    turns: [
+      { role: "system", content: "lone \ud800 surrogate" },
+      { role: "assistant", content: "\udc00 other half" },
+    ],
+  },
+  {
+    turns: ROLES.map((role) => ({ role, content: `${role}: ${"x".repeat(200)}` })),
+    metadata: { "0": "integer-like key", "": "empty key" },
+  },
+  { turns: [{ role: "tool", content: '{"json": "in content", "esc": "\\n\\t\\""}' }], metadata: { expected: "y".repeat(5000) } },
+];
+
+describe("codec", () => {
+  test("every awkward thread comes back exactly, metadata missing becomes {}", () => {
+    const back = read(awkward);
+    for (const [i, t] of awkward.entries()) {
+      assert.deepEqual(back[i].turns, t.turns, `thread ${i} turns`);
+      assert.deepEqual(back[i].metadata, t.metadata ?? {}, `thread ${i} metadata`);
+    }
+  });
+
+  test("random threads round-trip, read in any order", () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const alphabet = ["a", " ", "é", "€", "😀", "\n", '"', "\\", "\ud800"];
+    const threads: WireThread[] = Array.from({ length: 300 }, () => ({
+      turns: Array.from({ length: 1 + rnd(6) }, () => ({
+        role: ROLES[rnd(ROLES.length)],
+        content: Array.from({ length: rnd(400) }, () => alphabet[rnd(alphabet.length)]).join(""),
+      })),
+      ...(rnd(3) ? { metadata: { k: rnd(1000), s: "m".repeat(rnd(50)) } } : {}),
+    }));
+    const { head, text } = packBatch(threads);
+    const reader = new BatchReader(head, text);
+    for (const i of [299, 0, 150, 1, 298, ...threads.keys()]) {
+      assert.deepEqual(
+        reader.turns(i).map(([role, content]) => ({ role, content })),
+        threads[i].turns,
+      );
+      assert.deepEqual(reader.metadataOf(i), threads[i].metadata ?? {});
+    }
+  });
+
+  test("packBatch refuses what is not a thread", () => {
+    assert.throws(() => packBatch([{ turns: [{ role: "wizard" as "user", content: "x" }] }]), /thread 0, turn 0: role must be one of/);
+    assert.throws(
+      () => packBatch([thread("ok"), { turns: [{ role: "user", content: 5 as unknown as string }] }]),
+      /thread 1, turn 0: content/,
+    );
+    assert.throws(() => packBatch([{ turns: "nope" as unknown as [] }]), /thread 0: turns must be an array/);
+  });
+});
+
+describe("through a real isolate", () => {
+  const engine = new Engine({ timeoutMs: 1000, memoryMb: 64, maxWarm: 4 });
+  after(() => engine.dispose());
+
+  test("the grader sees every turn and the metadata as sent", async () => {
+    const echo = "async function grade(t) { return { score: t.getTurns().length, metadata: { turns: t.getTurns(), meta: t.metadata } } }";
+    const v = await engine.validate(echo);
+    assert.ok(v.ok);
+    const results = engine.gradeBatch({ id: "echo", compiled: v.compiled }, packBatch(awkward));
+    for (const [i, t] of awkward.entries()) {
+      const r = results[i];
+      assert.ok("score" in r, JSON.stringify(r));
+      assert.equal(r.score, t.turns.length);
+      const seen = r.metadata as { turns: Array<[string, string]>; meta: unknown };
+      // a lone surrogate does not survive JSON.stringify's well-formed output; compare the rest exactly
+      const wellFormed = (s: string) => s.replace(/[\ud800-\udfff]/g, "\ufffd");
+      assert.deepEqual(
+        seen.turns.map(([role, content]) => ({ role, content: wellFormed(content) })),
+        t.turns.map(({ role, content }) => ({ role, content: wellFormed(content) })),
+      );
+      assert.deepEqual(seen.meta, t.metadata ?? {});
+    }
+  });
+
+  test("a grader that mutates its thread's turns does not change the next item", async () => {
+    const v = await engine.validate(
+      "async function grade(t) { const turns = t.getTurns(); turns[0][1] = 'changed'; return t.completion() === 'a' ? 1 : 0 }",
+    );
+    assert.ok(v.ok);
+    const results = engine.gradeBatch({ id: "mutate", compiled: v.compiled }, packBatch([thread("a"), thread("b"), thread("a")]));
+    assert.deepEqual(results, [{ score: 1 }, { score: 0 }, { score: 1 }]);
+  });
+});
+
+describe("one batch split across workers", () => {
+  let s: TestServer;
+  const base = "/v1/projects/split/graders";
+  before(async () => {
+    s = await startServer({ env: { GRADEBOX_WORKERS: "2" } });
+    const res = await call(s.app, "POST", base, { key: "index", source: "async (t) => Number(t.metadata.i ?? 0)" });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    // twenty clean jobs make a grader trusted; only trusted graders are split
+    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/index/grade`, { thread: thread("x", { i }) });
+  });
+  after(() => s.close());
+
+  test("a 200-thread batch uses both workers and keeps every result in order", async () => {
+    const threads = Array.from({ length: 200 }, (_, i) => thread(`item ${i}`, { i }));
+    const res = await call(s.app, "POST", `${base}/index/grade-batch`, { threads });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(
+      res.body.results,
+      threads.map((_, i) => ({ score: i })),
+    );
+
+    // a grader warm on one worker only: the split batch warms it on the other one too
+    await call(s.app, "POST", base, { key: "double", source: "async (t) => Number(t.metadata.i ?? 0) * 2" });
+    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/double/grade`, { thread: thread("x", { i }) });
+    const warmBefore = (await s.pool.stats()).map((w) => w.warm);
+    const split = await call(s.app, "POST", `${base}/double/grade-batch`, { threads });
+    assert.deepEqual(
+      split.body.results,
+      threads.map((_, i) => ({ score: 2 * i })),
+    );
+    const warmAfter = (await s.pool.stats()).map((w) => w.warm);
+    assert.equal(
+      warmAfter.reduce((a, b) => a + b, 0) - warmBefore.reduce((a, b) => a + b, 0),
+      1,
+      `the second worker warmed the grader too (${warmBefore} → ${warmAfter})`,
+    );
+  });
+
+  test("a worker lost under one part fails only that part's items", async () => {
+    await call(s.app, "POST", base, {
+      key: "slow",
+      source: "async (t) => { const end = Date.now() + 20; while (Date.now() < end) {} return Number(t.metadata.i ?? 0) }",
+    });
+    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/slow/grade`, { thread: thread("x", { i: 0 }) });
+    const threads = Array.from({ length: 64 }, (_, i) => thread("x", { i }));
+    const pending = call(s.app, "POST", `${base}/slow/grade-batch`, { threads });
+    await new Promise((r) => setTimeout(r, 200));
+    const slots = (s.pool as unknown as { slots: Array<{ job?: unknown; child: { kill(sig: string): void } }> }).slots;
+    assert.equal(slots.filter((x) => x.job).length, 2, "both workers hold a part");
+    slots[1].child.kill("SIGKILL");
+    const res = await pending;
+    assert.equal(res.status, 200);
+    const crashed = res.body.results.filter((r: { error?: { code: string } }) => r.error?.code === "SANDBOX_CRASHED").length;
+    const scored = res.body.results.filter((r: { score?: number }, i: number) => r.score === i).length;
+    assert.equal(crashed, 32, "the killed worker's part failed");
+    assert.equal(scored, 32, "the other part kept its scores, in place");
+  });
+});
