@@ -12,6 +12,7 @@ import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
+import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 
 type Grade = (t: StringThread) => Promise<unknown>;
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
@@ -184,6 +185,12 @@ for (const name of Object.keys(GRADERS)) {
   };
   rows.push({ row: "(d) sandbox engine, single", grader: name, itemsPerSec: await throughput(single) });
 }
+rows.push({
+  row: "(d₀) floor: Node IPC round trip, one thread",
+  grader: "",
+  ...(await ipcRoundTrip(threads[0])),
+  note: "what any call into a worker process costs here",
+});
 log("engine done");
 
 // throughput with 1 vs 2 workers
@@ -197,6 +204,9 @@ log("engine done");
   extra.workers1ItemsPerSec = Math.round(w1);
   extra.workers2ItemsPerSec = Math.round(w2);
   extra.workers2over1 = +(w2 / w1).toFixed(2);
+  // the same question asked of the native grader with no sandbox and no producer: what two
+  // processes give over one on this machine for this kind of work
+  extra.nativeProcesses2over1 = +(await nativeScaling(c, 2500)).toFixed(2);
 }
 
 // memory per warm grader: 200 distinct graders warmed in the pool's workers
@@ -257,6 +267,12 @@ try {
     p50Ms: pct(lat, 0.5),
     p99Ms: pct(lat, 0.99),
     p999Ms: pct(lat, 0.999),
+  });
+  rows.push({
+    row: "(e₀) floor: bare Fastify route + fetch, one thread",
+    grader: "",
+    ...(await bareFastify(threads[0])),
+    note: "what one HTTP request costs here before any grading",
   });
   log("http rows done");
 

@@ -1,0 +1,86 @@
+// Floors measured in the same run as the bench rows: what this machine gives any design for the
+// same step, so that a row that misses its target can be read against what bounds it.
+
+import { type ChildProcess, fork, spawn } from "node:child_process";
+import { once } from "node:events";
+import { freePort, repoRoot } from "../test/helpers.ts";
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * p) - 1)];
+};
+
+/** Latency of `n` sequential calls, after `warm` unmeasured ones. */
+async function latencies(fn: () => Promise<unknown>, n: number, warm: number): Promise<{ p50Ms: number; p99Ms: number; p999Ms: number }> {
+  for (let i = 0; i < warm; i++) await fn();
+  const lat: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn();
+    lat.push(performance.now() - t0);
+  }
+  return { p50Ms: pct(lat, 0.5), p99Ms: pct(lat, 0.99), p999Ms: pct(lat, 0.999) };
+}
+
+/** A Node IPC round trip (advanced serialization, as the pool uses) carrying one thread. */
+export async function ipcRoundTrip(thread: unknown) {
+  const child = spawn(process.execPath, ["-e", "process.on('message', (m) => process.send(m))"], {
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+    serialization: "advanced",
+  });
+  try {
+    const call = () => {
+      const reply = once(child, "message");
+      child.send({ id: 1, op: "grade", batch: thread });
+      return reply;
+    };
+    return await latencies(call, 3000, 300);
+  } finally {
+    child.kill();
+  }
+}
+
+/** One POST with one thread to a Fastify route that answers at once, through fetch: the HTTP floor. */
+export async function bareFastify(thread: unknown) {
+  const port = await freePort();
+  const code = `const app = require("fastify")(); app.post("/grade", async () => ({ score: 1, durationMs: 0 }));
+app.listen({ port: ${port}, host: "127.0.0.1" }).then(() => process.send("up"));`;
+  const child = spawn(process.execPath, ["-e", code], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  try {
+    await once(child, "message");
+    const body = JSON.stringify({ thread });
+    const headers = { "content-type": "application/json", authorization: "Bearer gbx_floor" };
+    const call = () => fetch(`http://127.0.0.1:${port}/grade`, { method: "POST", headers, body }).then((r) => r.json());
+    return await latencies(call, 3000, 500);
+  } finally {
+    child.kill();
+  }
+}
+
+/**
+ * How this machine scales the native grader from one process to two, each grading the corpus in
+ * a loop for `ms`: the ceiling for "2 workers vs 1" when the work is the same shape.
+ */
+export async function nativeScaling(compiled: string, ms: number): Promise<number> {
+  const start = () =>
+    fork(new URL("./native-child.ts", import.meta.url), [], { execArgv: ["--no-node-snapshot", "--import", "tsx"], stdio: "inherit" });
+  const children: ChildProcess[] = [start(), start()];
+  try {
+    const run = async (k: number) => {
+      const counts = await Promise.all(
+        children.slice(0, k).map(async (c) => {
+          const reply = once(c, "message");
+          c.send({ compiled, ms });
+          return (await reply)[0] as number;
+        }),
+      );
+      return counts.reduce((a, b) => a + b, 0);
+    };
+    await run(2); // warm both
+    const one = await run(1);
+    const two = await run(2);
+    return two / one;
+  } finally {
+    for (const c of children) c.kill();
+  }
+}
