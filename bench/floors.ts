@@ -4,23 +4,7 @@
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { once } from "node:events";
 import { freePort, repoRoot } from "../test/helpers.ts";
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(s.length * p) - 1)];
-};
-
-/** Latency of `n` sequential calls, after `warm` unmeasured ones. */
-async function latencies(fn: () => Promise<unknown>, n: number, warm: number): Promise<{ p50Ms: number; p99Ms: number; p999Ms: number }> {
-  for (let i = 0; i < warm; i++) await fn();
-  const lat: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await fn();
-    lat.push(performance.now() - t0);
-  }
-  return { p50Ms: pct(lat, 0.5), p99Ms: pct(lat, 0.99), p999Ms: pct(lat, 0.999) };
-}
+import { latencies } from "./latency.ts";
 
 /** A Node IPC round trip (advanced serialization, as the pool uses) carrying one thread. */
 export async function ipcRoundTrip(thread: unknown) {
@@ -34,7 +18,8 @@ export async function ipcRoundTrip(thread: unknown) {
       child.send({ id: 1, op: "grade", batch: thread });
       return reply;
     };
-    return await latencies(call, 3000, 300);
+    const { p50Ms, p99Ms, p999Ms } = await latencies(call, 3000, 300);
+    return { p50Ms, p99Ms, p999Ms };
   } finally {
     child.kill();
   }
@@ -51,7 +36,8 @@ app.listen({ port: ${port}, host: "127.0.0.1" }).then(() => process.send("up"));
     const body = JSON.stringify({ thread });
     const headers = { "content-type": "application/json", authorization: "Bearer gbx_floor" };
     const call = () => fetch(`http://127.0.0.1:${port}/grade`, { method: "POST", headers, body }).then((r) => r.json());
-    return await latencies(call, 3000, 500);
+    const { p50Ms, p99Ms, p999Ms } = await latencies(call, 2500, 500);
+    return { p50Ms, p99Ms, p999Ms };
   } finally {
     child.kill();
   }

@@ -13,6 +13,7 @@ import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
+import { latencies, pct } from "./latency.ts";
 
 type Grade = (t: StringThread) => Promise<unknown>;
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
@@ -32,11 +33,6 @@ interface Row {
 const rows: Row[] = [];
 const extra: Record<string, number | string> = {};
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil(s.length * p) - 1)];
-};
 
 /** CPU time (user + system, all threads) a process has used so far, in µs; 10 ms resolution. */
 function cpuUs(pid: number): number {
@@ -253,20 +249,10 @@ try {
     const watch = { bench: [process.pid], server: [serverPid], workers: sandboxWorkers(serverPid) };
     rows.push({ row: "(e) HTTP gradeBatch (SDK)", grader: name, ...(await measure(httpBatch, watch)) });
   }
-  const latencies: number[] = [];
-  for (let i = 0; i < 3000; i++) {
-    const t0 = performance.now();
-    await client.graders.grade({ graderKey: "exact-match", thread: threads[i % threads.length] });
-    latencies.push(performance.now() - t0);
-  }
-  const lat = latencies.slice(500);
   rows.push({
     row: "(e) HTTP single grade (SDK)",
     grader: "exact-match",
-    itemsPerSec: lat.length / (lat.reduce((a, b) => a + b, 0) / 1000),
-    p50Ms: pct(lat, 0.5),
-    p99Ms: pct(lat, 0.99),
-    p999Ms: pct(lat, 0.999),
+    ...(await latencies((i) => client.graders.grade({ graderKey: "exact-match", thread: threads[i % threads.length] }), 2500, 500)),
   });
   rows.push({
     row: "(e₀) floor: bare Fastify route + fetch, one thread",

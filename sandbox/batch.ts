@@ -46,7 +46,7 @@ const jsonParse = JSON.parse;
 const sliceString = Function.prototype.call.bind(String.prototype.slice) as (text: string, start: number, end: number) => string;
 const defineProperty = Object.defineProperty;
 const Offsets = Float64Array;
-const ArrayOf = Array;
+const ArrayCtor = Array;
 
 /** Random access to the threads of a packed batch; each thread is decoded when it is asked for. */
 export class BatchReader {
@@ -83,7 +83,7 @@ export class BatchReader {
     let n = this.numAt[t];
     let pos = this.textAt[t];
     const count = nums[n++];
-    const turns: Turn[] = new ArrayOf(count);
+    const turns: Turn[] = new ArrayCtor(count);
     for (let i = 0; i < count; i++) {
       const end = pos + nums[n + 1];
       // defineProperty, not turns[i] =: an assignment would run a setter on Array.prototype

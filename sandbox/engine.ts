@@ -1,6 +1,7 @@
 // The engine: owns isolates inside one sandbox worker process. One isolate per grader, kept
 // warm in an LRU map, rebuilt after any disposal. Only strings and numbers cross into an
-// isolate (a batch crosses packed, see batch.ts); the three References the host keeps point at trusted prelude functions.
+// isolate (a batch crosses packed, see batch.ts); the three References the host keeps point
+// at trusted prelude functions.
 
 import ivm from "isolated-vm";
 import { analyze } from "./analyze.ts";
@@ -92,7 +93,10 @@ class Runtime {
     }
   }
 
-  /** One crossing in, one out: grades from `from` on, until the prelude's time slice ends. No batch: the last one loaded. */
+  /**
+   * One crossing in, one out: grades from `from` on, until the prelude's time slice ends.
+   * Without a batch, the isolate grades the one it loaded last.
+   */
   call(batch: PackedBatch | undefined, from: number, maxItems: number): CallState {
     return this.guard(() => {
       const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
@@ -169,8 +173,8 @@ export class Engine {
   }
 
   /**
-   * Grades a packed batch of threads with one grader. Fast path: the whole batch
-   * in one crossing. When a call dies (timeout, out of memory) the items since the last good
+   * Grades a packed batch of threads with one grader. Fast path: the whole batch in one
+   * crossing. When a call dies (timeout, out of memory) the items since the last good
    * result are re-run one per call, so the error lands on the item that caused it and every
    * other item still gets its own score.
    */

@@ -63,7 +63,7 @@ const TRUST_AFTER_JOBS = 20;
 /** …and stops being trusted for this long after one. */
 const SUSPECT_MS = 5 * 60 * 1000;
 const HEALTH_MAX = 10_000;
-/** A batch is split across idle workers only into parts of at least this many threads: a part costs one more round trip. */
+/** A batch is split across idle workers in parts of at least this many threads (a part costs one more round trip). */
 const MIN_PART = 32;
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
 
