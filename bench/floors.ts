@@ -3,6 +3,7 @@
 
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { once } from "node:events";
+import { defaultTransport } from "../sdk/transport.ts";
 import { freePort, repoRoot } from "../test/helpers.ts";
 import { latencies } from "./latency.ts";
 
@@ -25,7 +26,7 @@ export async function ipcRoundTrip(thread: unknown) {
   }
 }
 
-/** One POST with one thread to a Fastify route that answers at once, through fetch: the HTTP floor. */
+/** One POST with one thread to a Fastify route that answers at once, sent the way the SDK sends it: the HTTP floor. */
 export async function bareFastify(thread: unknown) {
   const port = await freePort();
   const code = `const app = require("fastify")(); app.post("/grade", async () => ({ score: 1, durationMs: 0 }));
@@ -33,9 +34,12 @@ app.listen({ port: ${port}, host: "127.0.0.1" }).then(() => process.send("up"));
   const child = spawn(process.execPath, ["-e", code], { cwd: repoRoot, stdio: ["ignore", "ignore", "inherit", "ipc"] });
   try {
     await once(child, "message");
+    const send = defaultTransport();
+    const url = new URL(`http://127.0.0.1:${port}/grade`);
     const body = JSON.stringify({ thread });
     const headers = { "content-type": "application/json", authorization: "Bearer gbx_floor" };
-    const call = () => fetch(`http://127.0.0.1:${port}/grade`, { method: "POST", headers, body }).then((r) => r.json());
+    const call = async () =>
+      JSON.parse(await (await send(url, { method: "POST", headers, body, signal: new AbortController().signal })).text());
     const { p50Ms, p99Ms, p999Ms } = await latencies(call, 2500, 500);
     return { p50Ms, p99Ms, p999Ms };
   } finally {

@@ -255,7 +255,7 @@ try {
     ...(await latencies((i) => client.graders.grade({ graderKey: "exact-match", thread: threads[i % threads.length] }), 2500, 500)),
   });
   rows.push({
-    row: "(e₀) floor: bare Fastify route + fetch, one thread",
+    row: "(e₀) floor: bare Fastify route, one thread, the SDK's transport",
     grader: "",
     ...(await bareFastify(threads[0])),
     note: "what one HTTP request costs here before any grading",

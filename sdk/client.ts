@@ -1,9 +1,10 @@
-// The Gradebox client: resources over fetch, with timeouts, retries where a repeat is safe
-// (backoff with jitter, honouring retry-after), and typed errors.
+// The Gradebox client: resources over HTTP (transport.ts), with timeouts, retries where a
+// repeat is safe (backoff with jitter, honouring retry-after), and typed errors.
 
 import { APIConnectionError, APITimeoutError, errorFromResponse, GradeboxError } from "./errors.ts";
 import { functionSource } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
+import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
 import type {
   CreateCombinedParams,
   CreateFunctionParams,
@@ -24,6 +25,7 @@ export interface ClientOptions {
   project?: string;
   /** sent as `Authorization: Bearer …`; default: GRADEBOX_API_KEY */
   apiKey?: string;
+  /** sends every request through this fetch (default: node:http in Node, the global fetch elsewhere) */
   fetch?: typeof fetch;
   /** per attempt, in ms (default 60 000) */
   timeout?: number;
@@ -60,7 +62,7 @@ export class Gradebox {
   readonly project: string;
   readonly graders: Graders;
   private readonly apiKey: string | undefined;
-  private readonly fetchImpl: typeof fetch;
+  private readonly transport: Transport;
   private readonly timeout: number;
   private readonly maxRetries: number;
 
@@ -68,7 +70,7 @@ export class Gradebox {
     this.baseURL = (options.baseURL ?? env("GRADEBOX_URL") ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
     this.project = options.project ?? env("GRADEBOX_PROJECT") ?? "default";
     this.apiKey = options.apiKey ?? env("GRADEBOX_API_KEY");
-    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.transport = defaultTransport(options.fetch);
     this.timeout = options.timeout ?? 60_000;
     this.maxRetries = options.maxRetries ?? 2;
     this.graders = new Graders(this);
@@ -87,9 +89,9 @@ export class Gradebox {
       const canRetry = opts.retry && attempt < this.maxRetries;
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), this.timeout);
-      let response: Response;
+      let response: TransportResponse;
       try {
-        response = await this.fetchImpl(url, { method, headers, body, signal: controller.signal });
+        response = await this.transport(url, { method, headers, body, signal: controller.signal });
       } catch (error) {
         clearTimeout(timer);
         if (canRetry) {

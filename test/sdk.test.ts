@@ -1,9 +1,12 @@
 // The SDK against the real server on a real port.
 
 import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import {
   APIConnectionError,
+  APITimeoutError,
   ConflictError,
   functionSource,
   Gradebox,
@@ -248,5 +251,70 @@ describe("client behaviour", () => {
   test("an unreachable server is an APIConnectionError after the retries", async () => {
     const c = new Gradebox({ baseURL: "http://127.0.0.1:9", maxRetries: 1 });
     await assert.rejects(c.graders.list(), APIConnectionError);
+  });
+});
+
+describe("the Node transport (node:http, the default in Node)", () => {
+  /** A local HTTP server answering with `respond`; resolves to its URL. */
+  async function local(respond: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
+    const server = createServer(respond);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+  }
+
+  test("UTF-8 both ways: what a grader receives and returns survives byte for byte", async () => {
+    await client.graders.create.function({
+      key: "echo-utf8",
+      source: "async (t) => ({ score: t.completion().length, reason: t.completion() })",
+    });
+    const text = "héllo wörld — 🎉 中文";
+    const res = await client.graders.grade({ graderKey: "echo-utf8", thread: { turns: [{ role: "assistant", content: text }] } });
+    assert.equal(res.reason, text);
+    assert.equal(res.score, text.length);
+  });
+
+  test("a batch whose request and response span many socket reads", async () => {
+    await client.graders.create.function({ key: "len", source: "async (t) => t.completion().length" });
+    const threads = Array.from({ length: 400 }, (_, i) => ({ turns: [{ role: "assistant" as const, content: "x".repeat(i * 10) }] }));
+    const { results } = await client.graders.gradeBatch({ graderKey: "len", threads });
+    assert.deepEqual(
+      results,
+      threads.map((_, i) => ({ score: i * 10 })),
+    );
+  });
+
+  test("a request that gets no answer is aborted at the timeout: APITimeoutError, and the server sees the connection close", async () => {
+    let closed: () => void = () => {};
+    const connectionClosed = new Promise<void>((resolve) => (closed = resolve));
+    const { url, server } = await local((req: IncomingMessage) => req.socket.on("close", () => closed()));
+    try {
+      const started = performance.now();
+      await assert.rejects(new Gradebox({ baseURL: url, timeout: 300, maxRetries: 0 }).graders.list(), APITimeoutError);
+      assert.ok(performance.now() - started >= 290, "it waited for the timeout");
+      await connectionClosed;
+    } finally {
+      server.close();
+    }
+  });
+
+  test("retry-after and the request id are read from the response headers", async () => {
+    let calls = 0;
+    const { url, server } = await local((_req, res) => {
+      calls++;
+      if (calls === 1) {
+        res.writeHead(503, { "content-type": "application/json", "retry-after": "0" }).end('{"code":"SANDBOX_UNAVAILABLE"}');
+      } else {
+        res.writeHead(404, { "content-type": "application/problem+json", "x-request-id": "req-42" });
+        res.end('{"code":"GRADER_NOT_FOUND","detail":"no grader","status":404}');
+      }
+    });
+    try {
+      const error = await new Gradebox({ baseURL: url, maxRetries: 2 }).graders.get({ graderKey: "nope" }).catch((e: unknown) => e);
+      assert.ok(error instanceof NotFoundError, String(error));
+      assert.equal(error.requestId, "req-42");
+      assert.equal(calls, 2, "one retry after the 503, none after the 404");
+    } finally {
+      server.close();
+    }
   });
 });
