@@ -67,8 +67,10 @@ export async function nativeScaling(compiled: string, ms: number): Promise<numbe
       return counts.reduce((a, b) => a + b, 0);
     };
     await run(2); // warm both
-    const one = await run(1);
-    const two = await run(2);
+    // the best of two tries each: a single try on this shared VM has come out above 2×, i.e. the
+    // one-process try was the one that got less CPU
+    const one = Math.max(await run(1), await run(1));
+    const two = Math.max(await run(2), await run(2));
     return two / one;
   } finally {
     for (const c of children) c.kill();

@@ -14,8 +14,8 @@ import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { latencies, pct } from "./latency.ts";
+import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 
-type Grade = (t: StringThread) => Promise<unknown>;
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
 const BATCH = 250;
 const threads = makeThreads(2000);
@@ -40,15 +40,17 @@ function cpuUs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-/** The sandbox worker processes among a process's children (not esbuild's service process). */
-function sandboxWorkers(parent: number): number[] {
-  const children = spawnSync("pgrep", ["-P", String(parent)], { encoding: "utf8" })
+/** pgrep exits 1 when there are none: spawnSync, not execFileSync, makes that an empty list. */
+const childPids = (parent: number): number[] =>
+  spawnSync("pgrep", ["-P", String(parent)], { encoding: "utf8" })
     .stdout.trim()
     .split("\n")
     .filter(Boolean)
     .map(Number);
-  return children.filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker.ts"));
-}
+
+/** The sandbox worker processes among a process's children (not esbuild's service process). */
+const sandboxWorkers = (parent: number): number[] =>
+  childPids(parent).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker.ts"));
 
 /**
  * Runs fn repeatedly for at least `ms` (after one warm-up pass): items per second, and the CPU
@@ -84,31 +86,16 @@ for (const [name, source] of Object.entries(GRADERS)) {
 }
 
 // (a) native and (b) node:vm: the same compiled script, in this process
-function nativeGrader(code: string): Grade {
-  const g = globalThis as Record<string, unknown>;
-  g.StringThread = StringThread;
-  g.__name = (f: unknown) => f;
-  vm.runInThisContext(code);
-  const fn = g.__gradebox_grade as Grade;
-  delete g.__gradebox_grade;
-  return fn;
-}
 function vmGrader(code: string): Grade {
   const ctx = vm.createContext({ StringThread, __name: (f: unknown) => f });
   vm.runInContext(code, ctx);
   return ctx.__gradebox_grade as Grade;
 }
-const loop = (grade: Grade) => async () => {
-  for (const t of threads) await grade(new StringThread(t.turns, t.metadata));
-  return threads.length;
-};
+const loop = (grade: Grade) => () => gradeAll(grade, threads);
 
 // what any design that moves threads between processes pays at least once: parsing them
 const batchJson = JSON.stringify(threads);
-const parsedLoop = (grade: Grade) => async () => {
-  for (const t of JSON.parse(batchJson) as WireThread[]) await grade(new StringThread(t.turns, t.metadata));
-  return threads.length;
-};
+const parsedLoop = (grade: Grade) => () => gradeAll(grade, JSON.parse(batchJson) as WireThread[]);
 
 const native: Record<string, number> = {};
 for (const name of Object.keys(GRADERS)) {
@@ -283,14 +270,7 @@ try {
       }
     }),
   );
-  const pids = [
-    server.child.pid as number,
-    ...execFileSync("pgrep", ["-P", String(server.child.pid)])
-      .toString()
-      .trim()
-      .split("\n")
-      .map(Number),
-  ];
+  const pids = [server.child.pid as number, ...childPids(server.child.pid as number)];
   const rssKb = pids.reduce((a, pid) => a + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0), 0);
   extra.rssWith1000GradersMB = Math.round(rssKb / 1024);
   log("registration and memory done");

@@ -110,13 +110,21 @@ describe("through a real isolate", () => {
     }
   });
 
-  test("a grader that mutates its thread's turns does not change the next item", async () => {
+  test("what a grader mutates stays with its own item: metadata objects and turns are never shared", async () => {
+    // marks the metadata (threads without metadata too) and overwrites the copy getTurns returns;
+    // scores 1 only when neither mark from an earlier item nor the overwrite shows through
     const v = await engine.validate(
-      "async function grade(t) { const turns = t.getTurns(); turns[0][1] = 'changed'; return t.completion() === 'a' ? 1 : 0 }",
+      `async function grade(t) {
+        const fresh = t.metadata.mark === undefined;
+        t.metadata.mark = 1;
+        t.getTurns().at(-1)[1] = "changed";
+        return fresh && t.completion() !== "changed" ? 1 : 0;
+      }`,
     );
     assert.ok(v.ok);
-    const results = engine.gradeBatch({ id: "mutate", compiled: v.compiled }, packBatch([thread("a"), thread("b"), thread("a")]));
-    assert.deepEqual(results, [{ score: 1 }, { score: 0 }, { score: 1 }]);
+    const bare = { turns: [{ role: "assistant" as const, content: "a" }] };
+    const results = engine.gradeBatch({ id: "mutate", compiled: v.compiled }, packBatch([bare, bare, thread("a"), bare]));
+    assert.deepEqual(results, [{ score: 1 }, { score: 1 }, { score: 1 }, { score: 1 }]);
   });
 });
 
