@@ -1,13 +1,21 @@
-# The two front-door commands: `make run` and `make test`. Both install what is needed first.
+# The two front-door commands: `make run` and `make test`. Both install what is needed first:
+# the pinned Node into .node/ (scripts/ensure-node.sh), then the npm dependencies (prebuilt
+# native modules: no compiler needed).
+export PATH := $(CURDIR)/.node/bin:$(PATH)
 NODE := node --no-node-snapshot --import tsx
 TESTS := $(sort $(wildcard test/*.test.ts))
 
-.PHONY: install run test check bench clean
+.PHONY: install run test check bench soak clean
 
-node_modules/.installed: package.json package-lock.json
+.node/bin/node: scripts/ensure-node.sh
+	scripts/ensure-node.sh
+	@touch -h $@
+
+node_modules/.installed: package.json package-lock.json .node/bin/node
 	# npm install, not npm ci: the registry here lacks some of biome's optional per-platform binaries,
 	# which npm ci insists on finding in the lock file. The lock file still pins every version.
-	npm install --no-audit --no-fund
+	# A native module without a prebuilt binary for this platform compiles against .node's headers.
+	if [ -d .node/include/node ]; then export npm_config_nodedir=$(CURDIR)/.node; fi; npm install --no-audit --no-fund
 	@touch $@
 
 install: node_modules/.installed
@@ -26,5 +34,8 @@ test: check
 bench: install
 	$(NODE) bench/run.ts
 
+soak: install
+	$(NODE) bench/soak.ts
+
 clean:
-	rm -rf node_modules data
+	rm -rf node_modules data .node

@@ -16,7 +16,7 @@ import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { latencies, pct } from "./latency.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 
-const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256 };
+const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 512 };
 const BATCH = 250;
 const threads = makeThreads(2000);
 interface Row {
@@ -80,7 +80,7 @@ const pool = new SandboxPool({ size: 2, limits: LIMITS });
 await pool.start();
 const compiled: Record<string, string> = {};
 for (const [name, source] of Object.entries(GRADERS)) {
-  const v = await pool.validate(source);
+  const v = await pool.validate("bench", source);
   if (!v.ok) throw new Error(`${name}: ${v.failure.message}`);
   compiled[name] = v.compiled;
 }
@@ -146,7 +146,7 @@ async function engineBatch(p: SandboxPool, id: string, code: string, concurrency
     Array.from({ length: concurrency }, async () => {
       while (next < batches.length) {
         const b = batches[next++];
-        const results = await p.gradeBatch({ id, compiled: code }, b);
+        const results = await p.gradeBatch({ id, project: "bench", compiled: code }, b);
         if (results.some((r) => "error" in r)) throw new Error(JSON.stringify(results.find((r) => "error" in r)));
         done += b.length;
       }
@@ -156,14 +156,14 @@ async function engineBatch(p: SandboxPool, id: string, code: string, concurrency
 }
 for (const name of Object.keys(GRADERS)) {
   // 20 clean jobs make a grader trusted, and only trusted graders may use every worker
-  for (let i = 0; i < 25; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, [threads[i]]);
+  for (let i = 0; i < 25; i++) await pool.gradeBatch({ id: name, project: "bench", compiled: compiled[name] }, [threads[i]]);
   rows.push({
     row: "(d) sandbox engine, batch",
     grader: name,
     ...(await measure(() => engineBatch(pool, name, compiled[name], 2), { bench: [process.pid], workers: pool.pids })),
   });
   const single = async () => {
-    for (let i = 0; i < 200; i++) await pool.gradeBatch({ id: name, compiled: compiled[name] }, [threads[i]]);
+    for (let i = 0; i < 200; i++) await pool.gradeBatch({ id: name, project: "bench", compiled: compiled[name] }, [threads[i]]);
     return 200;
   };
   rows.push({ row: "(d) sandbox engine, single", grader: name, itemsPerSec: await throughput(single) });
@@ -197,9 +197,9 @@ log("engine done");
   const before = (await pool.stats()).reduce((a, s) => a + s.rss, 0);
   const warmBefore = (await pool.stats()).reduce((a, s) => a + s.warm, 0);
   for (let i = 0; i < 200; i++) {
-    const v = await pool.validate(`${GRADERS["exact-match"]}\n// variant ${i}`);
+    const v = await pool.validate("bench", `${GRADERS["exact-match"]}\n// variant ${i}`);
     if (!v.ok) throw new Error(v.failure.message);
-    await pool.gradeBatch({ id: `mem-${i}`, compiled: v.compiled }, [threads[i]]);
+    await pool.gradeBatch({ id: `mem-${i}`, project: "bench", compiled: v.compiled }, [threads[i]]);
   }
   const after = await pool.stats();
   const warm = after.reduce((a, s) => a + s.warm, 0) - warmBefore;

@@ -175,7 +175,25 @@ function bindAnonymous(source: string, sf: ts.SourceFile, candidate: FunctionCan
   return `${source.slice(0, start)}const ${ANON_NAME} = ${source.slice(start)}`;
 }
 
+/**
+ * Checks 2 and 3. The TypeScript parser and the visitors here recurse once per level of nesting:
+ * a source nested deeper than the stack allows is a structure failure, not an exception
+ * (checkNesting in source-bounds.ts refuses most such sources before this runs).
+ */
 export function analyze(source: string): Analysis | CheckFailure {
+  try {
+    return analyzeTree(source);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return {
+      check: "structure",
+      message:
+        "the source is nested too deeply to analyse (the analyser ran out of stack); flatten it: move inner parts into named functions or constants",
+    };
+  }
+}
+
+function analyzeTree(source: string): Analysis | CheckFailure {
   const sf = ts.createSourceFile("grader.ts", source, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
 
   const forbidden = findForbiddenModuleUse(sf);

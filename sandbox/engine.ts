@@ -1,13 +1,17 @@
 // The engine: owns isolates inside one sandbox worker process. One isolate per grader, kept
-// warm in an LRU map, rebuilt after any disposal. Only strings and numbers cross into an
-// isolate (a batch crosses packed, see batch.ts); the three References the host keeps point
-// at trusted prelude functions.
+// warm in an LRU map bounded by count and by heap bytes, rebuilt after any disposal. Only
+// strings and numbers cross into an isolate (a batch crosses packed, see batch.ts) and one
+// string crosses out (reply.ts), read strictly; the three References the host keeps point at
+// trusted prelude functions.
 
 import ivm from "isolated-vm";
 import { analyze } from "./analyze.ts";
 import { type PackedBatch, packBatch } from "./batch.ts";
-import { type CheckFailure, GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome, MOCK_THREAD } from "./checks.ts";
+import type { CheckFailure, GradeErrorCode, GradeOutcome } from "./checks.ts";
+import { MOCK_THREAD } from "./checks.ts";
 import { bundle, bundlePrelude, checkSyntax } from "./compile.ts";
+import { type DecodedReply, decodeReply, ReplyViolation } from "./reply.ts";
+import { checkNesting } from "./source-bounds.ts";
 
 export interface EngineLimits {
   /** per grading call, covering sync code, microtasks and promises that never settle */
@@ -15,17 +19,57 @@ export interface EngineLimits {
   memoryMb: number;
   /** warm isolates kept per worker */
   maxWarm: number;
+  /** heap bytes (MB) all warm isolates of a worker may hold together */
+  maxWarmHeapMb: number;
 }
 
 export interface GraderCode {
   /** identifies one stored grader version: isolates are never shared across graders */
   id: string;
+  /** the project the grader belongs to (scheduling and blame are per project) */
+  project: string;
   compiled: string;
 }
 
 export type ValidationResult =
   | { ok: true; compiled: string; warnings: string[]; results?: GradeOutcome[] }
   | { ok: false; failure: CheckFailure };
+
+/** Where the engine announces each isolate call, so the worker's watchdog can bound it. */
+export interface CallWatch {
+  begin(from: number, count: number, limitMs: number): void;
+  end(): void;
+}
+const UNWATCHED: CallWatch = { begin() {}, end() {} };
+
+export interface EngineHooks {
+  watch?: CallWatch;
+  /** shared memory (slot.ts) each isolate's prelude writes the item it is grading into */
+  progress?: SharedArrayBuffer;
+  /** told the heap bytes of warm isolates whenever they change */
+  onWarmHeap?: (bytes: number) => void;
+}
+
+export interface SliceOptions {
+  /** grade exactly one item (the pool is looking for the item that took a worker down) */
+  single: boolean;
+  /** stop starting calls after this long (the pool re-queues the rest, so other projects get a turn) */
+  sliceMs: number;
+  /** consecutive time-outs at the end of what was graded before this slice */
+  timeoutsInARow: number;
+  /** grade no item at or past this index (an item that took a worker down is not tried again) */
+  end: number;
+}
+
+export interface SliceResult {
+  /** outcomes of items from, from+1, …: the whole rest of the batch or a prefix of it */
+  outcomes: GradeOutcome[];
+  /** set when the isolate broke the reply format: the grader's fault, counted as one */
+  violation?: string;
+}
+
+/** After this many time-outs in a row, the rest of a batch fails fast instead of costing a time limit each. */
+export const MAX_TIMEOUTS_IN_A_ROW = 3;
 
 class GraderError extends Error {
   constructor(
@@ -36,25 +80,31 @@ class GraderError extends Error {
   }
 }
 
-interface CallState {
-  results: Array<number | { code: string; message: string }>;
-  current: number;
-  finished: boolean;
-}
-
 const preludeSource = bundlePrelude();
 const MOCK_BATCH = packBatch([MOCK_THREAD]);
+/** Heap bytes of a warm isolate are re-measured after its first call and every this many. */
+const MEASURE_EVERY = 32;
+
+/**
+ * The grader's module runs inside this wrapper: whatever it throws is formatted by the prelude
+ * under the time limit, and no error object of grader code ever crosses to the host.
+ */
+const wrapModule = (compiled: string) =>
+  `(function () {\n"use strict";\ntry {\n${compiled}\n} catch (error) {\nglobalThis.__gradebox_load_failed(error);\n}\n})();\n`;
 
 /** A live isolate with a grader loaded into it. */
 class Runtime {
   readonly isolate: ivm.Isolate;
   private readonly context: ivm.Context;
   private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
+  heapBytes = 0;
+  calls = 0;
 
   /** Throws GraderError(GRADER_*) when the module body fails, times out or runs out of memory. */
   constructor(
     code: string,
     private readonly limits: EngineLimits,
+    { watch = UNWATCHED, progress }: EngineHooks,
   ) {
     this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
     try {
@@ -66,11 +116,23 @@ class Runtime {
         run: host.getSync("run", { reference: true }),
         collect: host.getSync("collect", { reference: true }),
       };
+      if (progress) {
+        host.getSync("progress", { reference: true }).applySync(undefined, [new ivm.ExternalCopy(progress).copyInto({ release: true })]);
+      }
       this.context.global.deleteSync("__gradebox_host");
-      this.guard(() => {
-        this.isolate.compileScriptSync(code, { filename: "grader.js" }).runSync(this.context, { timeout: limits.timeoutMs });
-        this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
-      });
+      let failure: unknown;
+      watch.begin(0, 0, limits.timeoutMs);
+      try {
+        failure = this.guard(() => {
+          this.isolate.compileScriptSync(wrapModule(code), { filename: "grader.js" }).runSync(this.context, { timeout: limits.timeoutMs });
+          return this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
+        });
+      } finally {
+        watch.end();
+      }
+      if (typeof failure !== "string") throw new GraderError("GRADER_ERROR", "the module's loader answered in an unknown form");
+      if (failure !== "") throw new GraderError("GRADER_ERROR", failure);
+      this.measure();
     } catch (error) {
       this.dispose();
       throw error;
@@ -82,14 +144,18 @@ class Runtime {
     try {
       return fn();
     } catch (error) {
+      if (error instanceof GraderError || error instanceof ReplyViolation) throw error;
       if (this.isolate.isDisposed) {
         throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
       }
-      // isolated-vm's own message; a grader's module that throws "timed out" is not a timeout
+      // isolated-vm's own message; errors of grader code never reach here as objects
       if (error instanceof Error && error.message === "Script execution timed out.") {
+        // near its heap limit V8 collects garbage again and again: time runs out on a memory hog
+        if (this.heapNearlyFull()) throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
         throw new GraderError("GRADER_TIMEOUT", `exceeded the ${this.limits.timeoutMs} ms time limit`);
       }
-      throw new GraderError("GRADER_ERROR", describeError(error).slice(0, 2000));
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : "the sandbox call failed";
+      throw new GraderError("GRADER_ERROR", message.slice(0, 2000));
     }
   }
 
@@ -97,13 +163,30 @@ class Runtime {
    * One crossing in, one out: grades from `from` on, until the prelude's time slice ends.
    * Without a batch, the isolate grades the one it loaded last.
    */
-  call(batch: PackedBatch | undefined, from: number, maxItems: number): CallState {
+  call(batch: PackedBatch | undefined, from: number, maxItems: number): DecodedReply {
     return this.guard(() => {
       const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
       const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
       this.fns.run.applySync(undefined, args, { timeout: this.limits.timeoutMs });
-      return JSON.parse(this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs }) as string) as CallState;
+      const reply = this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs });
+      if (++this.calls % MEASURE_EVERY === 1) this.measure();
+      return decodeReply(reply, maxItems);
     });
+  }
+
+  private heapNearlyFull(): boolean {
+    try {
+      const heap = this.isolate.getHeapStatisticsSync();
+      return heap.used_heap_size + heap.externally_allocated_size >= 0.8 * this.limits.memoryMb * 1024 * 1024;
+    } catch {
+      return false;
+    }
+  }
+
+  measure(): void {
+    if (this.isolate.isDisposed) return;
+    const heap = this.isolate.getHeapStatisticsSync();
+    this.heapBytes = heap.total_heap_size + heap.externally_allocated_size;
   }
 
   dispose(): void {
@@ -111,41 +194,30 @@ class Runtime {
   }
 }
 
-const isPlainObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
-
-/** The prelude already checked these; the host checks again, trusting nothing from an isolate. */
-function checkedOutcome(value: unknown): GradeOutcome {
-  if (typeof value === "number" && Number.isFinite(value)) return { score: value };
-  if (isPlainObject(value) && typeof value.score === "number" && Number.isFinite(value.score)) {
-    const { score, reason, metadata, subscores } = value;
-    const shapeOk =
-      (reason === undefined || typeof reason === "string") &&
-      (metadata === undefined || isPlainObject(metadata)) &&
-      (subscores === undefined || Array.isArray(subscores));
-    if (shapeOk) {
-      return {
-        score,
-        ...(reason === undefined ? {} : { reason: reason as string }),
-        ...(metadata === undefined ? {} : { metadata: metadata as Record<string, unknown> }),
-        ...(subscores === undefined ? {} : { subscores: subscores as unknown[] }),
-      };
-    }
-  }
-  const v = value as { code?: unknown; message?: unknown } | null;
-  if (v && typeof v === "object" && GRADE_ERROR_CODES.includes(v.code as GradeErrorCode) && typeof v.message === "string") {
-    return { error: { code: v.code as GradeErrorCode, message: v.message.slice(0, 2000) } };
-  }
-  return { error: { code: "INVALID_SCORE", message: "grade produced a result the sandbox could not read" } };
-}
+const timedOut = (o: GradeOutcome | undefined) => o !== undefined && "error" in o && o.error.code === "GRADER_TIMEOUT";
 
 export class Engine {
   private readonly warm = new Map<string, Runtime>();
-  /** warm isolates dropped to keep the cache within maxWarm */
+  /** warm isolates dropped to keep the cache within its count and heap bounds */
   evictions = 0;
-  constructor(readonly limits: EngineLimits) {}
+  private readonly watch: CallWatch;
+  private readonly onWarmHeap: (bytes: number) => void;
+  constructor(
+    readonly limits: EngineLimits,
+    private readonly hooks: EngineHooks = {},
+  ) {
+    this.watch = hooks.watch ?? UNWATCHED;
+    this.onWarmHeap = hooks.onWarmHeap ?? (() => {});
+  }
 
   get warmCount(): number {
     return this.warm.size;
+  }
+
+  get warmHeapBytes(): number {
+    let total = 0;
+    for (const rt of this.warm.values()) total += rt.heapBytes;
+    return total;
   }
 
   private runtime(grader: GraderCode): Runtime {
@@ -156,15 +228,63 @@ export class Engine {
       return hit;
     }
     this.warm.delete(grader.id);
-    const runtime = new Runtime(grader.compiled, this.limits);
+    const runtime = new Runtime(grader.compiled, this.limits, this.hooks);
     this.warm.set(grader.id, runtime);
-    while (this.warm.size > this.limits.maxWarm) {
-      const [oldest, rt] = this.warm.entries().next().value as [string, Runtime];
+    this.trim(runtime);
+    return runtime;
+  }
+
+  /** Evicts least recently used isolates (never `keep`) until count and heap bytes are within bounds. */
+  private trim(keep?: Runtime): void {
+    const maxHeap = this.limits.maxWarmHeapMb * 1024 * 1024;
+    let heap = this.warmHeapBytes;
+    for (const [id, rt] of this.warm) {
+      if (this.warm.size <= this.limits.maxWarm && heap <= maxHeap) break;
+      if (rt === keep) continue;
+      heap -= rt.heapBytes;
       rt.dispose();
-      this.warm.delete(oldest);
+      this.warm.delete(id);
       this.evictions++;
     }
-    return runtime;
+    this.onWarmHeap(heap);
+  }
+
+  /** Disposes every warm isolate of these graders (deleted or replaced); returns how many. */
+  forget(ids: readonly string[]): number {
+    let n = 0;
+    for (const id of ids) {
+      const rt = this.warm.get(id);
+      if (!rt) continue;
+      rt.dispose();
+      this.warm.delete(id);
+      n++;
+    }
+    this.onWarmHeap(this.warmHeapBytes);
+    return n;
+  }
+
+  /**
+   * Grades a packed batch with one grader, from item `from` on, for one slice (see
+   * SliceOptions). Fast path: the rest of the batch in one crossing. When a call dies (timeout,
+   * out of memory) the items since the last good result are re-run one per call, so the error
+   * lands on the item that caused it and every other item still gets its own score.
+   */
+  gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    const result = this.gradeWith(
+      () => this.runtime(grader),
+      () => this.evict(grader.id),
+      batch,
+      from,
+      options,
+    );
+    this.trim(this.warm.get(grader.id));
+    return result;
+  }
+
+  /** The whole batch in one go (no slices): for tests and in-process measurement. */
+  gradeBatch(grader: GraderCode, batch: PackedBatch): GradeOutcome[] {
+    return this.gradeSlice(grader, batch, 0, { single: false, sliceMs: Number.POSITIVE_INFINITY, timeoutsInARow: 0, end: batch.count })
+      .outcomes;
   }
 
   private evict(id: string): void {
@@ -172,69 +292,72 @@ export class Engine {
     this.warm.delete(id);
   }
 
-  /**
-   * Grades a packed batch of threads with one grader. Fast path: the whole batch in one
-   * crossing. When a call dies (timeout, out of memory) the items since the last good
-   * result are re-run one per call, so the error lands on the item that caused it and every
-   * other item still gets its own score.
-   */
-  gradeBatch(grader: GraderCode, batch: PackedBatch): GradeOutcome[] {
-    return this.gradeWith(
-      () => this.runtime(grader),
-      () => this.evict(grader.id),
-      batch,
-    );
-  }
-
-  private gradeWith(acquire: () => Runtime, discard: () => void, batch: PackedBatch): GradeOutcome[] {
-    const count = batch.count;
-    const results: GradeOutcome[] = new Array(count);
-    let i = 0;
-    let single = false;
+  private gradeWith(acquire: () => Runtime, discard: () => void, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    const count = Math.min(batch.count, options.end);
+    const outcomes: GradeOutcome[] = [];
+    const started = Date.now();
+    let i = from;
+    let single = options.single;
+    let inARow = options.timeoutsInARow;
     let loaded: Runtime | undefined;
+    let violation: string | undefined;
+    const push = (outcome: GradeOutcome) => {
+      outcomes.push(outcome);
+      inARow = timedOut(outcome) ? inARow + 1 : 0;
+      i++;
+    };
     while (i < count) {
+      if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs)) break;
+      if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
+        const message = `not run: ${MAX_TIMEOUTS_IN_A_ROW} items in a row exceeded the ${this.limits.timeoutMs} ms time limit, so the rest of the batch fails fast`;
+        while (i < count) push({ error: { code: "GRADER_TIMEOUT", message } });
+        break;
+      }
       let rt: Runtime;
       try {
         rt = acquire();
       } catch (error) {
         // the module body itself fails: every remaining item gets that error
         const outcome = toOutcome(error);
-        for (; i < count; i++) results[i] = outcome;
+        while (i < count) push(outcome);
         break;
       }
       const alone = single || count - i === 1;
+      const asked = alone ? 1 : count - i;
+      this.watch.begin(i, asked, this.limits.timeoutMs);
       try {
-        const state = rt.call(loaded === rt ? undefined : batch, i, alone ? 1 : count - i);
+        const reply = rt.call(loaded === rt ? undefined : batch, i, asked);
         loaded = rt;
-        state.results.forEach((value, k) => {
-          results[i + k] = checkedOutcome(value);
-        });
-        let advanced = state.results.length;
-        if (!state.finished && state.current >= 0 && results[i + state.current] === undefined) {
+        for (const outcome of reply.outcomes) push(outcome);
+        if (reply.pending) {
           // microtasks drained with the item's promise still pending: it can never settle
-          results[i + state.current] = {
-            error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" },
-          };
-          advanced = state.current + 1;
+          push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
         }
-        i += advanced;
-        single = false;
+        single = options.single;
       } catch (error) {
         discard();
         loaded = undefined;
-        if (alone) {
-          results[i] = toOutcome(error);
-          i++;
+        if (error instanceof ReplyViolation) {
+          violation = error.message;
+          const message = `the sandbox could not read the grader's results (${error.message})`;
+          for (let k = 0; k < asked; k++) push({ error: { code: "GRADER_ERROR", message } });
+        } else if (alone) {
+          push(toOutcome(error));
         } else {
           single = true; // find the culprit: retry from i one item per call
         }
+      } finally {
+        this.watch.end();
       }
     }
-    return results;
+    return violation === undefined ? { outcomes } : { outcomes, violation };
   }
 
-  /** The five checks (size is the server's) and, when threads are given, grading them too. */
-  async validate(source: string, threads?: PackedBatch): Promise<ValidationResult> {
+  /** The five checks (size is the server's); the pool grades any threads given with them. */
+  async validate(source: string): Promise<ValidationResult> {
+    // the server checks this too; here it guards every other caller of the engine
+    const nesting = checkNesting(source);
+    if (nesting) return { ok: false, failure: nesting };
     const syntax = await checkSyntax(source);
     if (syntax) return { ok: false, failure: syntax };
     const analysis = analyze(source);
@@ -244,26 +367,26 @@ export class Engine {
 
     let rt: Runtime;
     try {
-      rt = new Runtime(built.compiled, this.limits);
+      rt = new Runtime(built.compiled, this.limits, this.hooks);
     } catch (error) {
       return { ok: false, failure: { check: "execution", message: `the module failed to load: ${describeError(error)}` } };
     }
     let current = rt;
     const acquire = () => {
-      if (current.isolate.isDisposed) current = new Runtime(built.compiled, this.limits);
+      if (current.isolate.isDisposed) current = new Runtime(built.compiled, this.limits, this.hooks);
       return current;
     };
     const discard = () => current.dispose();
+    const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, timeoutsInARow: 0, end: MOCK_BATCH.count };
     try {
-      const [mock] = this.gradeWith(acquire, discard, MOCK_BATCH);
+      const [mock] = this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes;
       if ("error" in mock) {
         return {
           ok: false,
           failure: { check: "test_run", message: `grade(mock thread) failed with ${mock.error.code}: ${mock.error.message}` },
         };
       }
-      const results = threads === undefined ? undefined : this.gradeWith(acquire, discard, threads);
-      return { ok: true, compiled: built.compiled, warnings: analysis.warnings, ...(results ? { results } : {}) };
+      return { ok: true, compiled: built.compiled, warnings: analysis.warnings };
     } finally {
       current.dispose();
     }

@@ -1,45 +1,29 @@
-// The server's handle on the sandbox workers: starts them, dispatches requests (one in flight
-// per worker, preferring a worker that already holds the grader warm), and supervises them. A
-// worker that dies or stops answering is replaced; the request it held is answered with an
-// error at once, and queued requests go to the other workers, so nothing ever hangs.
+// The server's handle on the sandbox workers: starts them, schedules work on them fairly across
+// projects, and supervises them. Grading workers take grading slices; a dedicated validation
+// worker takes registrations and validations, so they never wait behind grading.
+//
+// Everything a worker says is read as hostile input: replies are checked for shape and bounds
+// before use, and no loop runs over a length or index a worker sent. A grader is blamed for a
+// worker's death only on the worker's own watchdog verdict naming its call (watchdog.ts), or
+// when V8 aborted the process while it ran that grader's call; an external kill, a stall or a
+// neighbour's fault never counts against anyone.
 
 import { type ChildProcess, fork } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
+import type { Readable } from "node:stream";
 import type { WireThread } from "../sdk/thread.ts";
-import { packBatch } from "./batch.ts";
-import type { GradeErrorCode, GradeOutcome } from "./checks.ts";
-import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
-import { LIMITS_ENV, type WorkerHello, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import { type PackedBatch, packBatch } from "./batch.ts";
+import { GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome } from "./checks.ts";
+import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "./engine.ts";
+import { LIMITS_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
+import { hardDeadline, VERDICT_FD, type Verdict } from "./watchdog.ts";
 
 export interface PoolOptions {
+  /** grading workers */
   size: number;
   limits: EngineLimits;
-}
-
-type Payload = DistributiveOmit<WorkerRequest, "id">;
-type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-
-interface Job {
-  payload: Payload;
-  graderId?: string;
-  resolve: (reply: WorkerReply) => void;
-  reject: (error: Error) => void;
-  /** ms the worker may take before it is presumed stuck and killed */
-  budgetMs: number;
-  /** only this worker may take the job (per-worker stats) */
-  pin?: Slot;
-}
-
-interface Slot {
-  child: ChildProcess;
-  ready: boolean;
-  job?: { id: number; job: Job; timer: NodeJS.Timeout; trusted: boolean };
-  /** set when the watchdog killed this worker */
-  hung?: boolean;
-  /** the end of what the worker wrote to stderr, for the server log */
-  stderrTail: string;
-  /** graders this worker ran recently: dispatch prefers to send a grader back to them */
-  recent: Set<string>;
 }
 
 /** Thrown for a request whose worker died under it. */
@@ -63,33 +47,168 @@ const TRUST_AFTER_JOBS = 20;
 /** …and stops being trusted for this long after one. */
 const SUSPECT_MS = 5 * 60 * 1000;
 const HEALTH_MAX = 10_000;
-/** A batch is split across idle workers in parts of at least this many threads (a part costs one more round trip). */
+/** A trusted grader's batch is split across idle workers in parts of at least this many threads. */
 const MIN_PART = 32;
+/** Worker deaths one batch may cause before the rest of it fails fast. */
+export const MAX_CRASHES_PER_BATCH = 3;
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
+const CODES = new Set<string>(GRADE_ERROR_CODES);
+/** How often the pool looks for workers that stopped answering altogether. */
+const BACKSTOP_TICK_MS = 250;
+const MAX_VERDICT_LINE = 4096;
 
 interface Health {
   cleanJobs: number;
   lastFaultAt: number;
 }
 
+/** One batch (or one part of a split batch) of one grader, graded slice by slice. */
+interface GradeTask {
+  kind: "grade";
+  project: string;
+  grader: GraderCode;
+  batch: PackedBatch;
+  count: number;
+  outcomes: GradeOutcome[];
+  /** the next item to grade: every item before it has its outcome */
+  next: number;
+  /** grade one item per slice: a worker died under this batch and the item that did it is unknown */
+  single: boolean;
+  /** items known to have taken a worker down, with the error each gets instead of another try */
+  culprits: Map<number, { code: GradeErrorCode; message: string }>;
+  crashes: number;
+  /** the worker that ran the last slice (it holds the grader warm) */
+  lastSlot?: Slot;
+  resolve: (outcomes: GradeOutcome[]) => void;
+}
+
+interface ValidateTask {
+  kind: "validate";
+  project: string;
+  source: string;
+  resolve: (result: ValidationResult) => void;
+  reject: (error: Error) => void;
+}
+
+interface StatsTask {
+  kind: "stats";
+  slot: Slot;
+  resolve: (reply: Extract<WorkerReply, { op: "stats" }>) => void;
+  reject: (error: Error) => void;
+}
+
+type Task = GradeTask | ValidateTask | StatsTask;
+
+interface Running {
+  id: number;
+  task: Task;
+  sentAt: number;
+  /** ms after which a worker that has said nothing is presumed stuck and killed (no one is blamed) */
+  budgetMs: number;
+  /** for a grading slice: its first item, and whether it was a single item */
+  from: number;
+  single: boolean;
+  trusted: boolean;
+}
+
+interface Slot {
+  role: "grade" | "validate";
+  child: ChildProcess;
+  ready: boolean;
+  /** replaced already; closes once idle */
+  retiring: boolean;
+  running?: Running;
+  /** set when the pool's backstop killed this worker */
+  hung?: boolean;
+  /** the watchdog's last verdict line */
+  verdict?: Verdict;
+  verdictBuffer: string;
+  /** the end of what the worker wrote to stderr, for the server log */
+  stderrTail: string;
+  /** graders this worker ran recently: dispatch prefers to send a grader back to them */
+  recent: Set<string>;
+}
+
+/** Per-project FIFO queues served round-robin. */
+class FairQueue<T extends { project: string }> {
+  private readonly queues = new Map<string, T[]>();
+  /** projects with queued tasks, in the order they are served */
+  private ring: string[] = [];
+
+  push(task: T): void {
+    const q = this.queues.get(task.project);
+    if (q) q.push(task);
+    else {
+      this.queues.set(task.project, [task]);
+      this.ring.push(task.project);
+    }
+  }
+
+  get waitingProjects(): number {
+    return this.ring.length;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.length;
+    return n;
+  }
+
+  /** The first task, in round-robin order of projects, that `eligible` accepts; the project then goes to the back. */
+  take(eligible: (task: T, waiting: readonly string[]) => boolean): T | undefined {
+    for (let r = 0; r < this.ring.length; r++) {
+      const project = this.ring[r];
+      const q = this.queues.get(project) as T[];
+      const at = q.findIndex((t) => eligible(t, this.ring));
+      if (at < 0) continue;
+      const [task] = q.splice(at, 1);
+      this.ring.splice(r, 1);
+      if (q.length > 0) this.ring.push(project);
+      else this.queues.delete(project);
+      return task;
+    }
+    return undefined;
+  }
+
+  drain(): T[] {
+    const all = [...this.queues.values()].flat();
+    this.queues.clear();
+    this.ring = [];
+    return all;
+  }
+}
+
 /**
- * Events: "graderFault" (graderId, reason) when a grader's job took its worker down (crash,
- * V8 abort, or a hang the watchdog ended); "workerExit" ({pid, code, signal, stderrTail}).
+ * Events: "graderFault" (graderId, reason) when a grader's call took its worker down (its
+ * worker's verdict, or V8 aborting under it) or broke the reply format; "validationFault"
+ * (project, reason) when a validation did; "workerExit" ({pid, code, signal, stderrTail}).
  *
- * Scheduling: jobs of graders not yet trusted (new ones, validations, and any grader that
- * recently timed out, ran out of memory or crashed) may together hold at most all workers but
- * one, so a runaway grader cannot make a healthy grader wait for a worker.
+ * Scheduling: per-project queues served round-robin. A project holds at most its share of the
+ * grading workers (all of them divided by the projects with work) while another project waits;
+ * a long batch runs in slices and goes to the back of its project's queue after each one.
+ * Graders not yet trusted (new ones, and any that recently timed out, ran out of memory or
+ * crashed) may together hold at most all grading workers but one.
  */
 export class SandboxPool extends EventEmitter {
   private readonly slots: Slot[] = [];
-  private readonly queue: Job[] = [];
+  private readonly grading = new FairQueue<GradeTask>();
+  private readonly validations = new FairQueue<ValidateTask>();
+  private readonly pinned: StatsTask[] = [];
   private readonly health = new Map<string, Health>();
+  private readonly busyByProject = new Map<string, number>();
+  private readonly backstop: NodeJS.Timeout;
   private nextId = 1;
   private closing = false;
   restarts = 0;
 
   constructor(readonly options: PoolOptions) {
     super();
+    this.backstop = setInterval(() => this.checkStuck(), BACKSTOP_TICK_MS);
+    this.backstop.unref();
+  }
+
+  private get sliceMs(): number {
+    return Math.max(50, this.options.limits.timeoutMs / 2);
   }
 
   private trusted(graderId: string | undefined): boolean {
@@ -97,8 +216,7 @@ export class SandboxPool extends EventEmitter {
     return !!h && h.cleanJobs >= TRUST_AFTER_JOBS && Date.now() - h.lastFaultAt > SUSPECT_MS;
   }
 
-  private noteOutcome(graderId: string | undefined, faulted: boolean): void {
-    if (graderId === undefined) return;
+  private noteOutcome(graderId: string, faulted: boolean): void {
     const h = this.health.get(graderId) ?? { cleanJobs: 0, lastFaultAt: 0 };
     if (faulted) {
       h.cleanJobs = 0;
@@ -112,35 +230,48 @@ export class SandboxPool extends EventEmitter {
   }
 
   async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.options.size }, () => this.spawn()));
+    await Promise.all([...Array.from({ length: this.options.size }, () => this.spawn("grade")), this.spawn("validate")]);
   }
 
+  private gradingSlots(): Slot[] {
+    return this.slots.filter((s) => s.role === "grade" && s.ready && !s.retiring);
+  }
+
+  /** Grading workers ready to take work. */
   get readyWorkers(): number {
-    return this.slots.filter((s) => s.ready).length;
+    return this.gradingSlots().length;
   }
 
+  /** Process ids of the ready grading workers. */
   get pids(): number[] {
-    return this.slots.filter((s) => s.ready).map((s) => s.child.pid as number);
+    return this.gradingSlots().map((s) => s.child.pid as number);
   }
 
-  private spawn(): Promise<void> {
+  /** Process ids of the ready validation workers. */
+  get validatorPids(): number[] {
+    return this.slots.filter((s) => s.role === "validate" && s.ready).map((s) => s.child.pid as number);
+  }
+
+  private spawn(role: Slot["role"]): Promise<void> {
     const child = fork(WORKER, [], {
       execArgv: ["--no-node-snapshot", "--import", TSX],
       // the V8 serializer copies a packed batch's strings as they are, where JSON would escape them again
       serialization: "advanced",
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
       // V8 prints pages of heap statistics when it aborts on out-of-memory: keep them off the
-      // server's output (the pool reports the abort itself)
-      stdio: ["ignore", "inherit", "pipe", "ipc"],
+      // server's output (the pool reports the abort itself). fd 4 carries watchdog verdicts.
+      stdio: ["ignore", "inherit", "pipe", "ipc", "pipe"],
     });
-    const slot: Slot = { child, ready: false, recent: new Set(), stderrTail: "" };
+    const slot: Slot = { role, child, ready: false, retiring: false, recent: new Set(), stderrTail: "", verdictBuffer: "" };
     child.stderr?.on("data", (chunk: Buffer) => {
       slot.stderrTail = (slot.stderrTail + chunk.toString()).slice(-2000);
     });
+    const verdicts = child.stdio[VERDICT_FD] as Readable | null;
+    verdicts?.on("data", (chunk: Buffer) => this.onVerdictData(slot, chunk));
     this.slots.push(slot);
     return new Promise((resolve, reject) => {
       child.on("message", (msg: WorkerReply | WorkerHello) => {
-        if (msg.op === "ready") {
+        if (msg?.op === "ready") {
           slot.ready = true;
           resolve();
           this.pump();
@@ -148,126 +279,321 @@ export class SandboxPool extends EventEmitter {
         }
         this.settle(slot, msg);
       });
-      child.on("exit", (code, signal) => {
+      // A verdict is written just before the watchdog kills the process: act on the exit only
+      // once the verdict pipe has been read to its end (or shortly after, should it stay open).
+      let pipeOpen = verdicts !== null && !verdicts.closed;
+      let exited: [number | null, NodeJS.Signals | null] | undefined;
+      let done = false;
+      const finish = () => {
+        if (done || !exited || pipeOpen) return;
+        done = true;
+        const [code, signal] = exited;
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots.splice(index, 1);
         if (!slot.ready) reject(new Error(`sandbox worker exited during start-up (code ${code}, signal ${signal})`));
         this.onExit(slot, code, signal);
+      };
+      verdicts?.on("close", () => {
+        pipeOpen = false;
+        finish();
+      });
+      child.on("exit", (code, signal) => {
+        exited = [code, signal];
+        finish();
+        setTimeout(() => {
+          pipeOpen = false;
+          finish();
+        }, 250).unref();
       });
       child.on("error", () => {}); // 'exit' follows and does the work
     });
   }
 
-  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
-    const held = slot.job;
-    if (!this.closing) this.emit("workerExit", { pid: slot.child.pid, code, signal, stderrTail: slot.stderrTail });
-    if (held) {
-      clearTimeout(held.timer);
-      // V8's fatal out-of-memory path aborts the process (SIGABRT, or exit code 134)
-      const oom = signal === "SIGABRT" || code === 134;
-      const message = oom
-        ? "the grader exhausted memory and V8 aborted its sandbox worker"
-        : slot.hung
-          ? `the sandbox worker stopped answering within ${held.job.budgetMs} ms and was killed`
-          : `the sandbox worker died while running this request (${signal ?? `exit code ${code}`})`;
-      held.job.reject(new SandboxCrashError(oom ? "GRADER_MEMORY_LIMIT" : "SANDBOX_CRASHED", message));
-      if (held.job.graderId !== undefined && !this.closing) {
-        this.noteOutcome(held.job.graderId, true);
-        this.emit("graderFault", held.job.graderId, message);
-      }
+  /** Verdict lines, read strictly: one JSON object per line, bounded in length. */
+  private onVerdictData(slot: Slot, chunk: Buffer): void {
+    slot.verdictBuffer += chunk.toString();
+    let nl = slot.verdictBuffer.indexOf("\n");
+    while (nl >= 0) {
+      const line = slot.verdictBuffer.slice(0, nl);
+      slot.verdictBuffer = slot.verdictBuffer.slice(nl + 1);
+      const verdict = parseVerdict(line);
+      if (verdict?.verdict === "recycle") this.retire(slot);
+      else if (verdict) slot.verdict = verdict;
+      nl = slot.verdictBuffer.indexOf("\n");
     }
-    for (const job of this.queue.filter((j) => j.pin === slot)) {
-      this.queue.splice(this.queue.indexOf(job), 1);
-      job.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox worker exited"));
-    }
-    if (this.closing) return;
-    this.restarts++;
-    this.spawn().catch(() => {
-      // start-up failing is not a grader's fault: retry after a pause rather than spin
-      setTimeout(() => this.closing || this.spawn().catch(() => {}), 1000).unref();
-    });
+    if (slot.verdictBuffer.length > MAX_VERDICT_LINE) slot.verdictBuffer = "";
   }
 
-  private settle(slot: Slot, reply: WorkerReply): void {
-    const held = slot.job;
-    if (!held || held.id !== reply.id) return;
-    clearTimeout(held.timer);
-    slot.job = undefined;
-    if (reply.op === "grade")
-      this.noteOutcome(
-        held.job.graderId,
-        reply.results.some((r) => "error" in r && FAULT_CODES.has(r.error.code)),
-      );
-    if (reply.op === "failed") held.job.reject(new Error(reply.message));
-    else held.job.resolve(reply);
+  /** Replaces a worker that holds memory it should not: a new one starts, the old one closes once idle. */
+  private retire(slot: Slot): void {
+    if (slot.retiring || this.closing) return;
+    slot.retiring = true;
+    this.spawn(slot.role).catch(() => {});
+    if (!slot.running) slot.child.disconnect();
+  }
+
+  private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
+    const running = slot.running;
+    slot.running = undefined;
+    if (!this.closing && !slot.retiring) this.emit("workerExit", { pid: slot.child.pid, code, signal, stderrTail: slot.stderrTail });
+    if (running) {
+      this.release(running);
+      this.onLost(slot, running, code, signal);
+    }
+    for (const task of this.pinned.filter((t) => t.slot === slot)) {
+      this.pinned.splice(this.pinned.indexOf(task), 1);
+      task.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox worker exited"));
+    }
+    if (!this.closing && !slot.retiring) {
+      this.restarts++;
+      this.spawn(slot.role).catch(() => {
+        // start-up failing is not a grader's fault: retry after a pause rather than spin
+        setTimeout(() => this.closing || this.spawn(slot.role).catch(() => {}), 1000).unref();
+      });
+    }
     this.pump();
   }
 
-  private pump(): void {
-    for (let qi = 0; qi < this.queue.length; ) {
-      const idle = this.slots.filter((s) => s.ready && !s.job);
-      if (idle.length === 0) return;
-      const job = this.queue[qi];
-      if (!job.pin && !this.trusted(job.graderId) && this.untrustedBusy() >= this.untrustedCap()) {
-        qi++;
-        continue;
-      }
-      const slot = job.pin
-        ? idle.find((s) => s === job.pin)
-        : (job.graderId && idle.find((s) => s.recent.has(job.graderId as string))) || idle[0];
-      if (!slot) {
-        qi++;
-        continue;
-      }
-      this.queue.splice(qi, 1);
-      this.dispatch(slot, job);
+  /** A worker died holding `running`: decide whose fault it was and what each item gets. */
+  private onLost(slot: Slot, running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    const task = running.task;
+    const verdict = slot.verdict && "job" in slot.verdict && slot.verdict.job === running.id ? slot.verdict : undefined;
+    // V8's fatal out-of-memory path aborts the process (SIGABRT, or exit code 134)
+    const aborted = !verdict && (signal === "SIGABRT" || code === 134);
+    let errorCode: GradeErrorCode = "SANDBOX_CRASHED";
+    let message = `the sandbox worker died while running this request (${signal ?? `exit code ${code}`}); it was not this grader's fault`;
+    let blamed = false;
+    if (verdict?.verdict === "memory") {
+      errorCode = "GRADER_MEMORY_LIMIT";
+      message = `exceeded the ${this.options.limits.memoryMb} MB memory limit (${verdict.detail}); its sandbox worker was replaced`;
+      blamed = true;
+    } else if (verdict?.verdict === "timeout") {
+      errorCode = "GRADER_TIMEOUT";
+      message = `exceeded the ${this.options.limits.timeoutMs} ms time limit inside a built-in that cannot be interrupted (${verdict.detail}); its sandbox worker was replaced`;
+      blamed = true;
+    } else if (verdict?.verdict === "stalled") {
+      message = `the sandbox worker stalled (${verdict.detail}) and was replaced; it was not this grader's fault`;
+    } else if (aborted) {
+      errorCode = "GRADER_MEMORY_LIMIT";
+      message = "the grader exhausted memory and V8 aborted its sandbox worker";
+      blamed = true;
+    } else if (slot.hung) {
+      message = `the sandbox worker stopped answering within ${running.budgetMs} ms and was replaced; it was not this grader's fault`;
     }
-  }
 
-  /** With two or more workers, one ready worker is always kept for trusted graders. */
-  private untrustedCap(): number {
-    return this.options.size >= 2 ? this.readyWorkers - 1 : 1;
-  }
-
-  private untrustedBusy(): number {
-    return this.slots.filter((s) => s.job && !s.job.trusted).length;
-  }
-
-  private dispatch(slot: Slot, job: Job): void {
-    const id = this.nextId++;
-    if (job.graderId) {
-      slot.recent.delete(job.graderId);
-      slot.recent.add(job.graderId);
-      if (slot.recent.size > RECENT_MAX) slot.recent.delete(slot.recent.values().next().value as string);
+    if (task.kind === "stats") {
+      task.reject(new SandboxCrashError("SANDBOX_CRASHED", message));
+      return;
     }
-    const timer = setTimeout(() => {
-      slot.hung = true;
+    if (task.kind === "validate") {
+      if (blamed && !this.closing) this.emit("validationFault", task.project, message);
+      task.reject(new SandboxCrashError(errorCode, message));
+      return;
+    }
+    if (this.closing) {
+      this.finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox is shutting down" });
+      return;
+    }
+    if (blamed) {
+      this.noteOutcome(task.grader.id, true);
+      this.emit("graderFault", task.grader.id, message);
+    }
+    task.crashes++;
+    // which item was running: the verdict names the call; a single-item slice names it too
+    const from = verdict ? verdict.from : running.from;
+    const count = verdict ? verdict.count : running.single ? 1 : -1;
+    if (count === 0 && blamed) {
+      // the grader's module itself took the worker down while loading: no item can be graded
+      this.finish(task, { code: errorCode, message });
+      return;
+    }
+    if (count === 1 && from >= task.next && from < task.count) {
+      // the culprit is known: it gets the error; the items before it (graded in the lost slice) are graded again
+      task.culprits.set(from, { code: errorCode, message });
+      task.single = false;
+    } else {
+      task.single = true; // one item per slice from here on, so a further crash names its item
+    }
+    if (task.crashes >= MAX_CRASHES_PER_BATCH) {
+      this.finish(task, {
+        code: errorCode,
+        message: `not run: this batch took ${task.crashes} sandbox workers down, so the rest of it fails fast (last: ${message})`,
+      });
+      return;
+    }
+    this.requeue(task);
+  }
+
+  /** Every item not yet graded gets this error; the task is done. */
+  private finish(task: GradeTask, error: { code: GradeErrorCode; message: string }): void {
+    while (task.next < task.count) {
+      task.outcomes.push({ error });
+      task.next++;
+    }
+    task.resolve(task.outcomes);
+  }
+
+  private requeue(task: GradeTask): void {
+    for (let error = task.culprits.get(task.next); error; error = task.culprits.get(task.next)) {
+      task.outcomes.push({ error });
+      task.next++;
+    }
+    if (task.next >= task.count) task.resolve(task.outcomes);
+    else this.grading.push(task);
+  }
+
+  private settle(slot: Slot, reply: WorkerReply): void {
+    const running = slot.running;
+    if (!running || !reply || typeof reply !== "object" || reply.id !== running.id) return;
+    slot.running = undefined;
+    this.release(running);
+    const task = running.task;
+    if (reply.op === "failed") {
+      const error = new Error(typeof reply.message === "string" ? reply.message.slice(0, MAX_MESSAGE) : "the worker failed");
+      if (task.kind === "grade") this.finish(task, { code: "SANDBOX_CRASHED", message: error.message });
+      else task.reject(error);
+    } else if (task.kind === "grade" && reply.op === "grade") {
+      this.takeSlice(slot, task, reply);
+    } else if (task.kind === "validate" && reply.op === "validate") {
+      task.resolve(reply.result);
+    } else if (task.kind === "stats" && reply.op === "stats") {
+      task.resolve(reply);
+    } else if (task.kind === "grade") {
+      this.finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker answered out of turn" });
+    } else {
+      task.reject(new Error("the sandbox worker answered out of turn"));
+    }
+    if (slot.retiring) slot.child.disconnect();
+    this.pump();
+  }
+
+  /** A slice's outcomes, checked before use: at least one, at most the items left, each well-formed. */
+  private takeSlice(slot: Slot, task: GradeTask, reply: Extract<WorkerReply, { op: "grade" }>): void {
+    let left = task.count - task.next;
+    for (const at of task.culprits.keys()) if (at >= task.next) left = Math.min(left, at - task.next);
+    const outcomes = reply.outcomes;
+    if (!Array.isArray(outcomes) || outcomes.length < 1 || outcomes.length > left || !outcomes.every(isOutcome)) {
+      this.noteOutcome(task.grader.id, true);
+      this.finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
       slot.child.kill("SIGKILL");
-    }, job.budgetMs);
-    slot.job = { id, job, timer, trusted: !!job.pin || this.trusted(job.graderId) };
-    slot.child.send({ ...job.payload, id } as WorkerRequest);
+      return;
+    }
+    for (const outcome of outcomes) task.outcomes.push(outcome);
+    task.next += outcomes.length;
+    task.lastSlot = slot;
+    const faulted = typeof reply.violation === "string" || outcomes.some((o) => "error" in o && FAULT_CODES.has(o.error.code));
+    this.noteOutcome(task.grader.id, faulted);
+    if (typeof reply.violation === "string") {
+      this.emit("graderFault", task.grader.id, `broke the sandbox's reply format: ${reply.violation.slice(0, 200)}`);
+    }
+    this.requeue(task);
   }
 
-  private submit(payload: Payload, budgetMs: number, graderId?: string, pin?: Slot): Promise<WorkerReply> {
-    if (this.closing) return Promise.reject(new SandboxUnavailableError("the sandbox is shut down"));
-    return new Promise((resolve, reject) => {
-      this.queue.push({ payload, graderId, resolve, reject, budgetMs, pin });
-      this.pump();
-    });
+  private release(running: Running): void {
+    const task = running.task;
+    if (task.kind !== "grade") return;
+    const n = (this.busyByProject.get(task.project) ?? 1) - 1;
+    if (n <= 0) this.busyByProject.delete(task.project);
+    else this.busyByProject.set(task.project, n);
   }
 
-  /** Worst case for n items: each may time out twice (batch call, then alone) plus rebuilds. */
-  private budget(items: number): number {
-    return this.options.limits.timeoutMs * (2 * items + 4) + 10_000;
+  private pump(): void {
+    if (this.closing) return;
+    for (const task of [...this.pinned]) {
+      if (!task.slot.ready || task.slot.running) continue;
+      this.pinned.splice(this.pinned.indexOf(task), 1);
+      this.dispatch(task.slot, task);
+    }
+    for (;;) {
+      const idle = this.slots.filter((s) => s.role === "validate" && s.ready && !s.running && !s.retiring);
+      if (idle.length === 0) break;
+      const task = this.validations.take(() => true);
+      if (!task) break;
+      this.dispatch(idle[0], task);
+    }
+    for (;;) {
+      const idle = this.gradingSlots().filter((s) => !s.running);
+      if (idle.length === 0) break;
+      const task = this.grading.take((t, waiting) => this.eligible(t, waiting));
+      if (!task) break;
+      const slot =
+        (task.lastSlot && idle.includes(task.lastSlot) ? task.lastSlot : undefined) ??
+        idle.find((s) => s.recent.has(task.grader.id)) ??
+        idle[0];
+      this.dispatch(slot, task);
+    }
+  }
+
+  /** Fair share: a project beyond its share waits while another project waits; untrusted graders leave one worker free. */
+  private eligible(task: GradeTask, waiting: readonly string[]): boolean {
+    const workers = this.readyWorkers;
+    const busy = this.busyByProject.get(task.project) ?? 0;
+    const othersWaiting = waiting.some((p) => p !== task.project);
+    if (othersWaiting) {
+      const active = new Set([...this.busyByProject.keys(), ...waiting]).size;
+      if (busy >= Math.max(1, Math.floor(workers / active))) return false;
+    }
+    if (!this.trusted(task.grader.id)) {
+      const untrustedBusy = this.slots.filter((s) => s.running && !s.running.trusted).length;
+      if (untrustedBusy >= (workers >= 2 ? workers - 1 : 1)) return false;
+    }
+    return true;
+  }
+
+  private dispatch(slot: Slot, task: Task): void {
+    const id = this.nextId++;
+    const limits = this.options.limits;
+    let request: WorkerRequest;
+    let budgetMs: number;
+    let from = 0;
+    let single = false;
+    let trusted = true;
+    if (task.kind === "grade") {
+      from = task.next;
+      single = task.single;
+      trusted = this.trusted(task.grader.id);
+      let end = task.count;
+      for (const at of task.culprits.keys()) if (at >= from && at < end) end = at;
+      const options: SliceOptions = { single, sliceMs: this.sliceMs, timeoutsInARow: timeoutsAtEnd(task.outcomes), end };
+      request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
+      // one slice, then one call that may run to its hard deadline, plus loading the module
+      budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000;
+      this.busyByProject.set(task.project, (this.busyByProject.get(task.project) ?? 0) + 1);
+      slot.recent.delete(task.grader.id);
+      slot.recent.add(task.grader.id);
+      if (slot.recent.size > RECENT_MAX) slot.recent.delete(slot.recent.values().next().value as string);
+    } else if (task.kind === "validate") {
+      request = { id, op: "validate", source: task.source };
+      // the checks (bounded input), loading the module and grading the sample thread
+      budgetMs = 20_000 + 2 * 2 * hardDeadline(limits.timeoutMs);
+    } else {
+      request = { id, op: "stats" };
+      budgetMs = 10_000;
+    }
+    slot.verdict = undefined;
+    slot.running = { id, task, sentAt: Date.now(), budgetMs, from, single, trusted };
+    slot.child.send(request);
+  }
+
+  /** The pool's last resort: a worker that has said nothing for its whole budget is killed. Nobody is blamed. */
+  private checkStuck(): void {
+    const now = Date.now();
+    for (const slot of this.slots) {
+      if (slot.running && !slot.hung && now - slot.running.sentAt > slot.running.budgetMs) {
+        slot.hung = true;
+        slot.child.kill("SIGKILL");
+      }
+    }
   }
 
   /**
    * Grades threads in order; never rejects for a grader's fault. A trusted grader's batch is
    * split across the workers that are idle now, so one large batch uses every core; a worker
-   * lost under one part fails only that part's items.
+   * lost under one part costs only that part's running item.
    */
   async gradeBatch(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    const idle = this.slots.filter((s) => s.ready && !s.job).length - this.queue.length;
+    if (this.closing) throw new SandboxUnavailableError("the sandbox is shut down");
+    const idle = this.gradingSlots().filter((s) => !s.running).length - this.grading.size;
     const parts = this.trusted(grader.id) ? Math.min(idle, Math.floor(threads.length / MIN_PART)) : 1;
     if (parts <= 1) return this.gradePart(grader, threads);
     const size = Math.ceil(threads.length / parts);
@@ -276,43 +602,139 @@ export class SandboxPool extends EventEmitter {
     return (await Promise.all(pending)).flat();
   }
 
-  private async gradePart(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+  private gradePart(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    const batch = packBatch(threads);
+    return new Promise((resolve) => {
+      this.grading.push({
+        kind: "grade",
+        project: grader.project,
+        grader,
+        batch,
+        count: batch.count,
+        outcomes: [],
+        next: 0,
+        single: false,
+        culprits: new Map(),
+        crashes: 0,
+        resolve,
+      });
+      this.pump();
+    });
+  }
+
+  /**
+   * The five checks and the sample thread run on the validation worker; threads given with the
+   * source are then graded like any batch of the project, on the grading workers.
+   */
+  async validate(project: string, source: string, threads?: readonly WireThread[]): Promise<ValidationResult> {
+    if (this.closing) throw new SandboxUnavailableError("the sandbox is shut down");
+    const result = await new Promise<ValidationResult>((resolve, reject) => {
+      this.validations.push({ kind: "validate", project, source, resolve, reject });
+      this.pump();
+    });
+    if (!result || typeof result !== "object" || typeof result.ok !== "boolean")
+      throw new Error("the validation worker answered in an unknown form");
+    if (!result.ok || !threads || threads.length === 0) return result;
+    const id = `validate:${randomUUID()}`;
     try {
-      const batch = packBatch(threads);
-      const reply = await this.submit({ op: "grade", grader, batch }, this.budget(batch.count), grader.id);
-      return (reply as Extract<WorkerReply, { op: "grade" }>).results;
-    } catch (error) {
-      if (!(error instanceof SandboxCrashError)) throw error;
-      return Array.from({ length: threads.length }, () => ({ error: { code: error.code, message: error.message } }));
+      const results = await this.gradeBatch({ id, project, compiled: result.compiled }, threads);
+      return { ...result, results };
+    } finally {
+      this.forget([id]);
     }
   }
 
-  async validate(source: string, threads?: readonly WireThread[]): Promise<ValidationResult> {
-    const count = threads?.length ?? 0;
-    const reply = await this.submit({ op: "validate", source, threads: threads && packBatch(threads) }, this.budget(count + 2) + 20_000);
-    return (reply as Extract<WorkerReply, { op: "validate" }>).result;
+  /** Disposes these graders' warm isolates in every worker (a delete or a replacement). */
+  forget(ids: string[]): void {
+    for (const id of ids) this.health.delete(id);
+    for (const slot of this.slots) {
+      if (slot.ready && slot.child.connected) slot.child.send({ op: "forget", ids } satisfies WorkerNotice);
+    }
   }
 
-  /** Warm isolates, evictions and RSS per worker (for metrics and benchmarks). */
-  async stats(): Promise<Array<{ warm: number; evictions: number; rss: number }>> {
-    const ready = this.slots.filter((s) => s.ready);
-    const replies = await Promise.all(ready.map((slot) => this.submit({ op: "stats" }, 10_000, undefined, slot)));
-    return replies.map((r) => r as Extract<WorkerReply, { op: "stats" }>).map(({ warm, evictions, rss }) => ({ warm, evictions, rss }));
+  /** Warm isolates, their heap, evictions and RSS per grading worker (for metrics and benchmarks). */
+  async stats(): Promise<Array<{ warm: number; warmHeapBytes: number; evictions: number; rss: number }>> {
+    const ready = this.gradingSlots();
+    const replies = await Promise.all(
+      ready.map(
+        (slot) =>
+          new Promise<Extract<WorkerReply, { op: "stats" }>>((resolve, reject) => {
+            this.pinned.push({ kind: "stats", slot, resolve, reject });
+            this.pump();
+          }),
+      ),
+    );
+    return replies.map(({ warm, warmHeapBytes, evictions, rss }) => ({ warm, warmHeapBytes, evictions, rss }));
   }
 
   async close(): Promise<void> {
     this.closing = true;
-    for (const job of this.queue.splice(0)) job.reject(new SandboxUnavailableError("the sandbox is shut down"));
+    clearInterval(this.backstop);
+    for (const task of this.validations.drain()) task.reject(new SandboxUnavailableError("the sandbox is shut down"));
+    for (const task of this.grading.drain()) this.finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox is shutting down" });
+    for (const task of this.pinned.splice(0)) task.reject(new SandboxUnavailableError("the sandbox is shut down"));
     await Promise.all(
       this.slots.map(
         (slot) =>
           new Promise<void>((resolve) => {
             if (slot.child.exitCode !== null || slot.child.signalCode !== null) return resolve();
             slot.child.once("exit", () => resolve());
-            slot.child.disconnect();
+            if (slot.child.connected) slot.child.disconnect();
             setTimeout(() => slot.child.kill("SIGKILL"), 5000).unref();
           }),
       ),
     );
   }
+}
+
+/** Time-outs at the end of what was graded so far (the engine stops a batch after a few in a row). */
+function timeoutsAtEnd(outcomes: GradeOutcome[]): number {
+  let n = 0;
+  for (let i = outcomes.length - 1; i >= 0 && n < 16; i--) {
+    const o = outcomes[i];
+    if (!("error" in o) || o.error.code !== "GRADER_TIMEOUT") break;
+    n++;
+  }
+  return n;
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
+
+/** One outcome as the engine builds it; anything else is a malformed reply. */
+function isOutcome(o: unknown): o is GradeOutcome {
+  if (!isRecord(o)) return false;
+  if ("error" in o) {
+    const e = o.error;
+    return isRecord(e) && CODES.has(e.code as string) && typeof e.message === "string" && e.message.length <= MAX_MESSAGE + 1;
+  }
+  return (
+    typeof o.score === "number" &&
+    Number.isFinite(o.score) &&
+    (o.reason === undefined || (typeof o.reason === "string" && o.reason.length <= MAX_RESULT)) &&
+    (o.metadata === undefined || isRecord(o.metadata)) &&
+    (o.subscores === undefined || Array.isArray(o.subscores))
+  );
+}
+
+const VERDICTS = new Set(["timeout", "memory", "stalled", "recycle"]);
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0 && x <= 1e9;
+
+function parseVerdict(line: string): Verdict | undefined {
+  if (line.length > MAX_VERDICT_LINE) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(v) || !VERDICTS.has(v.verdict as string)) return undefined;
+  if (v.verdict === "recycle") return isCount(v.rss) ? { verdict: "recycle", rss: v.rss } : undefined;
+  if (!isCount(v.job) || !isCount(v.from) || !isCount(v.count) || typeof v.detail !== "string") return undefined;
+  return {
+    verdict: v.verdict as "timeout" | "memory" | "stalled",
+    job: v.job,
+    from: v.from,
+    count: v.count,
+    detail: v.detail.slice(0, 200),
+  };
 }

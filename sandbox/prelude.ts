@@ -4,22 +4,22 @@
 // References and deletes the global that carried them, so grader code never sees them.
 //
 // Everything the runner needs from the language is captured here, before grader code can
-// replace JSON.parse, Array.prototype.push or Date.now; the host type-checks results anyway.
+// replace JSON.parse, Array.prototype.push or Date.now. What leaves the isolate is one string
+// built with `+` from primitives (reply.ts), which the host reads strictly.
 
 import { adoptThread, StringThread } from "../sdk/thread.ts";
 import { BatchReader } from "./batch.ts";
+import { encodeError, encodeNumber, encodeResult, MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
+import { SLOT } from "./slot.ts";
 
 type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
-type Outcome = number | Result | { code: string; message: string };
-interface CallState {
-  results: Outcome[];
-  /** index of the item running now (within this call), -1 when none */
-  current: number;
-  finished: boolean;
-}
+/** an item's record, already encoded (see reply.ts) */
+type Encoded = string;
 
 const g = globalThis as Record<string, unknown>;
-const { parse: jsonParse, stringify: jsonStringify } = JSON;
+const jsonStringify = JSON.stringify;
+const objectCreate = Object.create;
+const sliceString = Function.prototype.call.bind(String.prototype.slice) as (text: string, start: number, end: number) => string;
 const now = Date.now;
 const numberIsFinite = Number.isFinite;
 const min = Math.min;
@@ -27,13 +27,16 @@ const StringFn = String;
 const defineProperty = Object.defineProperty;
 const reflectApply = Reflect.apply;
 const isArray = Array.isArray;
-const MAX_MESSAGE = 2000;
-/** JSON characters of one structured result (reason, metadata, subscores included) */
-const MAX_RESULT = 16 * 1024;
+const Float64ArrayCtor = Float64Array;
 
 for (const name of ["WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry"]) {
   delete g[name];
 }
+// Errors never cross to the host as objects (the prelude formats them under the call's time
+// limit), but V8 formats a stack through Error.prepareStackTrace whenever one is read, outside
+// any limit: pin it to the built-in formatter and a short trace before grader code runs.
+defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false });
+defineProperty(Error, "stackTraceLimit", { value: 10, writable: false, configurable: false });
 defineProperty(g, "StringThread", { value: StringThread, writable: true, configurable: true });
 // tsx/esbuild inject __name(fn, "name") calls into fn.toString(); graders sent that way need it.
 defineProperty(g, "__name", {
@@ -43,13 +46,14 @@ defineProperty(g, "__name", {
 });
 
 let grade: ((thread: StringThread) => unknown) | undefined;
-let state: CallState = { results: [], current: -1, finished: true };
+/** set by the module wrapper when the grader's module body threw (see engine.ts) */
+let loadError: string | undefined;
 
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (value === undefined) return "undefined";
   if (typeof value === "number") return StringFn(value);
-  if (typeof value === "object") return Array.isArray(value) ? "an array" : "an object";
+  if (typeof value === "object") return isArray(value) ? "an array" : "an object";
   return `a ${typeof value}`;
 }
 
@@ -65,15 +69,16 @@ function messageOf(error: unknown): string {
   } catch {
     text = "threw a value that could not be read";
   }
-  return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE)}…` : text;
+  if (typeof text !== "string") text = "threw a value that could not be read";
+  return text.length > MAX_MESSAGE ? `${sliceString(text, 0, MAX_MESSAGE)}…` : text;
 }
 
-const invalid = (message: string) => ({ code: "INVALID_SCORE", message });
+const invalid = (message: string) => encodeError("INVALID_SCORE", message);
 
-/** A number, or {score | reward, reason?, metadata?, subscores?} copied to plain JSON. */
-function checkResult(value: unknown): Outcome {
+/** A number, or {score | reward, reason?, metadata?, subscores?} as JSON: one encoded record. */
+function checkResult(value: unknown): Encoded {
   if (typeof value === "number") {
-    return numberIsFinite(value) ? value : invalid(`grade must resolve to a finite number, got ${describe(value)}`);
+    return numberIsFinite(value) ? encodeNumber(value) : invalid(`grade must resolve to a finite number, got ${describe(value)}`);
   }
   if (value === null || typeof value !== "object" || isArray(value)) {
     return invalid(`grade must resolve to a finite number or {score, reason?, metadata?, subscores?}, got ${describe(value)}`);
@@ -82,41 +87,67 @@ function checkResult(value: unknown): Outcome {
   const score = "score" in v ? v.score : v.reward;
   if (typeof score !== "number" || !numberIsFinite(score))
     return invalid(`the result's score must be a finite number, got ${describe(score)}`);
-  const out: Result = { score };
-  if (v.reason !== undefined) {
-    if (typeof v.reason !== "string") return invalid(`the result's reason must be a string, got ${describe(v.reason)}`);
-    out.reason = v.reason;
+  // null prototype: JSON.stringify finds no toJSON hook on the envelope itself
+  const out = objectCreate(null) as Result;
+  out.score = score;
+  const reason = v.reason;
+  if (reason !== undefined) {
+    if (typeof reason !== "string") return invalid(`the result's reason must be a string, got ${describe(reason)}`);
+    out.reason = reason;
   }
-  if (v.metadata !== undefined) {
-    if (v.metadata === null || typeof v.metadata !== "object" || isArray(v.metadata)) {
-      return invalid(`the result's metadata must be an object, got ${describe(v.metadata)}`);
+  const metadata = v.metadata;
+  if (metadata !== undefined) {
+    if (metadata === null || typeof metadata !== "object" || isArray(metadata)) {
+      return invalid(`the result's metadata must be an object, got ${describe(metadata)}`);
     }
-    out.metadata = v.metadata;
+    out.metadata = metadata;
   }
-  if (v.subscores !== undefined) {
-    if (!isArray(v.subscores)) return invalid(`the result's subscores must be an array, got ${describe(v.subscores)}`);
-    out.subscores = v.subscores;
+  const subscores = v.subscores;
+  if (subscores !== undefined) {
+    if (!isArray(subscores)) return invalid(`the result's subscores must be an array, got ${describe(subscores)}`);
+    out.subscores = subscores;
   }
-  let text: string;
+  let text: unknown;
   try {
     text = jsonStringify(out);
   } catch (error) {
     return invalid(`the result is not JSON: ${messageOf(error)}`);
   }
+  // a toJSON hook may return anything; the host parses and checks the text again
+  if (typeof text !== "string") return invalid("the result is not JSON");
   if (text.length > MAX_RESULT) return invalid(`the result is ${text.length} characters of JSON; the limit is ${MAX_RESULT}`);
-  return jsonParse(text) as Result; // a plain copy: no getters, no prototypes, no cycles
+  return encodeResult(text);
 }
 
-function install(): void {
+/** The module wrapper's catch clause calls this (engine.ts wraps every grader module). */
+defineProperty(g, "__gradebox_load_failed", {
+  value: (error: unknown) => {
+    loadError = messageOf(error);
+  },
+  configurable: true,
+});
+
+/** "" when grade is ready; otherwise why not. Never throws: nothing crosses as an object. */
+function install(): string {
   const candidate = g.__gradebox_grade;
   delete g.__gradebox_grade;
-  if (typeof candidate !== "function") {
-    throw new TypeError(`grade is not callable after the module ran (it is ${describe(candidate)})`);
-  }
+  delete g.__gradebox_load_failed;
+  if (loadError !== undefined) return loadError;
+  if (typeof candidate !== "function") return `TypeError: grade is not callable after the module ran (it is ${describe(candidate)})`;
   grade = candidate as (thread: StringThread) => unknown;
+  return "";
+}
+
+/** the worker's call slot (slot.ts), shared memory: the watchdog reads which item is running */
+let slot: Float64Array | undefined;
+function progress(buffer: SharedArrayBuffer): void {
+  slot = new Float64ArrayCtor(buffer);
 }
 
 let loaded: BatchReader | undefined;
+/** the records of the last call, and whether its next item is still pending */
+let records = "";
+let pendingItem = false;
 
 /**
  * Grades up to `maxItems` of the loaded batch from `from` on, one after another, until
@@ -130,31 +161,32 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
   if (head !== "") loaded = new BatchReader(head, text);
   const batch = loaded as BatchReader;
   const end = min(from + maxItems, batch.count);
-  const call: CallState = { results: [], current: -1, finished: false };
-  state = call;
+  records = "";
+  pendingItem = false;
   const fn = grade;
   const t0 = now();
   const loop = async () => {
     for (let i = from; i < end; i++) {
       if (i > from && now() - t0 >= sliceMs) break;
-      call.current = i - from;
-      let outcome: Outcome;
+      pendingItem = true;
+      if (slot) slot[SLOT.item] = i;
+      let record: Encoded;
       try {
         const thread = adoptThread(batch.turns(i), batch.metadataOf(i));
-        outcome = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
+        record = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
       } catch (error) {
-        outcome = { code: "GRADER_ERROR", message: messageOf(error) };
+        record = encodeError("GRADER_ERROR", messageOf(error));
       }
-      defineProperty(call.results, i - from, { value: outcome, enumerable: true, writable: true, configurable: true });
-      call.current = -1;
+      records = records + record;
+      pendingItem = false;
     }
-    call.finished = true;
   };
   loop();
 }
 
+/** The records of the last call and its trailer (see reply.ts): one primitive string. */
 function collect(): string {
-  return jsonStringify(state);
+  return records + (pendingItem ? "p" : ".");
 }
 
-defineProperty(g, "__gradebox_host", { value: { install, run, collect }, configurable: true });
+defineProperty(g, "__gradebox_host", { value: { install, run, collect, progress }, configurable: true });

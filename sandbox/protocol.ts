@@ -1,18 +1,22 @@
-// Messages between the pool (server process) and a sandbox worker process, over Node IPC.
+// Messages between the pool (server process) and a sandbox worker process, over Node IPC, and
+// the verdict lines the worker's watchdog writes to its own pipe (watchdog.ts).
 
 import type { PackedBatch } from "./batch.ts";
-import type { GradeOutcome } from "./checks.ts";
-import type { EngineLimits, GraderCode, ValidationResult } from "./engine.ts";
+import type { EngineLimits, GraderCode, SliceOptions, SliceResult, ValidationResult } from "./engine.ts";
 
 export type WorkerRequest =
-  | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch }
-  | { id: number; op: "validate"; source: string; threads?: PackedBatch }
+  /** grade `batch` from item `from` on, for one slice */
+  | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
+  | { id: number; op: "validate"; source: string }
   | { id: number; op: "stats" };
 
+/** Not a request: handled when it arrives, answered by nothing. */
+export type WorkerNotice = { op: "forget"; ids: string[] };
+
 export type WorkerReply =
-  | { id: number; op: "grade"; results: GradeOutcome[] }
+  | ({ id: number; op: "grade" } & SliceResult)
   | { id: number; op: "validate"; result: ValidationResult }
-  | { id: number; op: "stats"; warm: number; evictions: number; rss: number }
+  | { id: number; op: "stats"; warm: number; warmHeapBytes: number; evictions: number; rss: number }
   | { id: number; op: "failed"; message: string };
 
 export type WorkerHello = { op: "ready"; pid: number };

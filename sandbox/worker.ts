@@ -1,9 +1,13 @@
 // A sandbox worker process: owns an Engine (and so every isolate) and answers the pool's
-// requests one at a time. If V8 aborts this process on an out-of-memory path, only this
-// process dies; the pool replaces it.
+// requests one at a time. Its watchdog thread (watchdog.ts) bounds every isolate call in time
+// and memory by killing this process, after naming the call it killed for. If V8 aborts this
+// process on an out-of-memory path, only this process dies; the pool replaces it.
 
+import { Worker } from "node:worker_threads";
 import { Engine } from "./engine.ts";
-import { type EngineLimits, LIMITS_ENV, type WorkerHello, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import { type EngineLimits, LIMITS_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import { SLOT } from "./slot.ts";
+import type { WatchdogOptions } from "./watchdog.ts";
 
 if (!process.send) {
   console.error("sandbox/worker.ts is started by the server's sandbox pool, not by hand");
@@ -15,23 +19,58 @@ const send = (message: WorkerReply | WorkerHello) => {
   if (process.connected) channel(message, undefined, {}, () => {});
 };
 const limits = JSON.parse(process.env[LIMITS_ENV] ?? "") as EngineLimits;
-const engine = new Engine(limits);
+
+const slotBuffer = new SharedArrayBuffer(SLOT.size * Float64Array.BYTES_PER_ELEMENT);
+const slot = new Float64Array(slotBuffer);
+/** the request whose calls are running now: the watchdog's verdict names it */
+let currentJob = 0;
+const watch = {
+  begin(from: number, count: number, limitMs: number) {
+    slot[SLOT.seq]++;
+    slot[SLOT.job] = currentJob;
+    slot[SLOT.from] = from;
+    slot[SLOT.count] = count;
+    slot[SLOT.startedAt] = Date.now();
+    slot[SLOT.limitMs] = limitMs;
+    slot[SLOT.item] = -1;
+    slot[SLOT.running] = 1;
+    slot[SLOT.seq]++;
+  },
+  end() {
+    slot[SLOT.seq]++;
+    slot[SLOT.running] = 0;
+    slot[SLOT.seq]++;
+  },
+};
+const engine = new Engine(limits, { watch, progress: slotBuffer, onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes) });
 
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
+  currentJob = req.id;
   switch (req.op) {
     case "grade":
-      return { id: req.id, op: "grade", results: engine.gradeBatch(req.grader, req.batch) };
+      return { id: req.id, op: "grade", ...engine.gradeSlice(req.grader, req.batch, req.from, req.options) };
     case "validate":
-      return { id: req.id, op: "validate", result: await engine.validate(req.source, req.threads) };
+      return { id: req.id, op: "validate", result: await engine.validate(req.source) };
     case "stats":
-      return { id: req.id, op: "stats", warm: engine.warmCount, evictions: engine.evictions, rss: process.memoryUsage.rss() };
+      return {
+        id: req.id,
+        op: "stats",
+        warm: engine.warmCount,
+        warmHeapBytes: engine.warmHeapBytes,
+        evictions: engine.evictions,
+        rss: process.memoryUsage.rss(),
+      };
   }
 }
 
-process.on("message", (req: WorkerRequest) => {
-  handle(req).then(
+process.on("message", (msg: WorkerRequest | WorkerNotice) => {
+  if (msg.op === "forget") {
+    engine.forget(msg.ids);
+    return;
+  }
+  handle(msg).then(
     (reply) => send(reply),
-    (error: unknown) => send({ id: req.id, op: "failed", message: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) => send({ id: msg.id, op: "failed", message: error instanceof Error ? error.message : String(error) }),
   );
 });
 // The server died or closed the channel: nothing is left to answer.
@@ -39,4 +78,14 @@ process.on("disconnect", () => {
   engine.dispose();
   process.exit(0);
 });
-send({ op: "ready", pid: process.pid } satisfies WorkerHello);
+
+const watchdog = new Worker(new URL("./watchdog.ts", import.meta.url), {
+  workerData: { slot: slotBuffer, memoryMb: limits.memoryMb, baselineRss: process.memoryUsage.rss() } satisfies WatchdogOptions,
+});
+watchdog.unref();
+watchdog.on("error", (error) => {
+  // without its watchdog a worker must not grade: the pool replaces it
+  console.error(`sandbox watchdog failed: ${error.message}`);
+  process.exit(70);
+});
+watchdog.once("online", () => send({ op: "ready", pid: process.pid } satisfies WorkerHello));

@@ -4,9 +4,19 @@
 import { randomUUID } from "node:crypto";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from "fastify";
-import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifySchemaCompiler,
+  type FastifySchemaValidationError,
+  LogController,
+} from "fastify";
+import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
+import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
+import { authenticateMetrics } from "./auth.ts";
+import type { MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
@@ -19,22 +29,54 @@ export interface AppOptions {
   config: Config;
   store: Store;
   pool: SandboxPool;
+  /** the bearer token GET /metrics needs (bootstrapMetricsToken) */
+  metricsToken: MetricsToken;
 }
+
+/** Validation issues a 400 lists one by one; the rest are counted (a batch can have a million). */
+export const MAX_LISTED_ISSUES = 20;
+const MAX_ISSUE_CHARS = 500;
+
+/** The mark hasZodFastifySchemaValidationErrors (fastify-type-provider-zod) recognises an issue by. */
+const ZOD_ISSUE = Symbol.for("ZodFastifySchemaValidationError");
+
+/**
+ * fastify-type-provider-zod's validatorCompiler, except that only the first MAX_LISTED_ISSUES
+ * issues are converted and handed on, with the count of all: a 10 MB batch whose every turn is
+ * invalid has 330 000 issues, and converting them (then formatting them) took seconds.
+ */
+const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> =
+  ({ schema }) =>
+  (data) => {
+    const result = safeParse(schema, data);
+    if (!result.error) return { value: result.data };
+    const { issues } = result.error;
+    const listed: FastifySchemaValidationError[] = issues.slice(0, MAX_LISTED_ISSUES).map(({ code, path, message, ...params }) => ({
+      [ZOD_ISSUE]: true,
+      keyword: code,
+      instancePath: `/${path.join("/")}`,
+      schemaPath: `#/${path.join("/")}/${code}`,
+      message,
+      params,
+    }));
+    return { error: Object.assign(listed, { total: issues.length }) };
+  };
 
 function describeZodIssues(error: FastifyError): string {
   const issues = (
     error as unknown as { validation: Array<{ instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } }> }
   ).validation;
   const where = (error as unknown as { validationContext?: string }).validationContext ?? "body";
-  return issues
-    .map((i) => {
-      const path = i.params?.issue?.path?.join(".") || i.instancePath?.replace(/^\//, "").replaceAll("/", ".") || "";
-      return `${where}${path ? `.${path}` : ""}: ${i.message}`;
-    })
-    .join("; ");
+  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => {
+    const path = i.params?.issue?.path?.join(".") || i.instancePath?.replace(/^\//, "").replaceAll("/", ".") || "";
+    const text = `${where}${path ? `.${path}` : ""}: ${i.message}`;
+    return text.length > MAX_ISSUE_CHARS ? `${text.slice(0, MAX_ISSUE_CHARS)}…` : text;
+  });
+  const more = ((issues as { total?: number }).total ?? issues.length) - listed.length;
+  return more > 0 ? `${listed.join("; ")}; … and ${more} more issue${more === 1 ? "" : "s"}` : listed.join("; ");
 }
 
-export async function buildApp({ config, store, pool }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, pool, metricsToken }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: ["req.headers.authorization"] },
     bodyLimit: config.bodyLimit,
@@ -54,11 +96,22 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     },
   });
   registerJsonParser(app);
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(boundedValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+  });
+  // a batch over the limit is refused before zod walks its threads (10 MB holds 240 000 of them)
+  app.addHook("preValidation", async (req) => {
+    const threads = (req.body as { threads?: unknown } | null | undefined)?.threads;
+    if (Array.isArray(threads) && threads.length > config.maxBatch) {
+      throw new AppError(
+        "BATCH_TOO_LARGE",
+        `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${threads.length}`,
+        { limit: config.maxBatch },
+      );
+    }
   });
   const debugRequests = config.logLevel === "debug" || config.logLevel === "trace";
   app.addHook("onResponse", async (req, reply) => {
@@ -137,7 +190,8 @@ export async function buildApp({ config, store, pool }: AppOptions): Promise<Fas
     const ready = database && pool.readyWorkers > 0;
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not ready", database, workers: pool.readyWorkers });
   });
-  app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+  // the series name every project and grader: the metrics token only, not an API key
+  app.get("/metrics", { schema: { hide: true }, onRequest: authenticateMetrics(metricsToken) }, async (_req, reply) => {
     await metrics.collectWorkers();
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });

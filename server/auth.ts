@@ -10,12 +10,16 @@ declare module "fastify" {
   }
 }
 
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { MetricsToken } from "./bootstrap.ts";
 import { AppError } from "./errors.ts";
 import type { Keys } from "./keys.ts";
 
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
 export function authenticate(keys: Keys) {
   return async (req: FastifyRequest) => {
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? "");
+    const match = BEARER.exec(req.headers.authorization ?? "");
     if (!match) {
       throw new AppError(
         "UNAUTHORIZED",
@@ -28,6 +32,27 @@ export function authenticate(keys: Keys) {
     const wanted = (req.params as { project?: string }).project;
     if (wanted !== undefined && wanted !== project) {
       throw new AppError("PROJECT_NOT_FOUND", `no project "${wanted}" for this API key`);
+    }
+  };
+}
+
+/**
+ * GET /metrics: the metrics token, not an API key (the series name every project and grader).
+ * Compared as SHA-256 digests with timingSafeEqual, so the time taken says nothing of the token.
+ */
+export function authenticateMetrics({ token, source }: MetricsToken) {
+  const expected = createHash("sha256").update(token).digest();
+  const where =
+    source === "GRADEBOX_METRICS_TOKEN"
+      ? "the value of GRADEBOX_METRICS_TOKEN in the server's environment"
+      : source
+        ? `saved on the server in ${source.path} at its first start (set GRADEBOX_METRICS_TOKEN to choose your own)`
+        : "printed when the server started, and saved nowhere as its database is in memory (set GRADEBOX_METRICS_TOKEN to choose your own)";
+  const detail = `GET /metrics needs \`Authorization: Bearer <metrics token>\`; the metrics token is ${where}. API keys are not accepted here`;
+  return async (req: FastifyRequest) => {
+    const given = BEARER.exec(req.headers.authorization ?? "")?.[1];
+    if (given === undefined || !timingSafeEqual(createHash("sha256").update(given).digest(), expected)) {
+      throw new AppError("UNAUTHORIZED", detail);
     }
   };
 }

@@ -1,8 +1,11 @@
 // First start on a fresh database: project "default" with one API key, printed once and
-// written next to the database (mode 0600) so the README quickstart works without a step.
+// written next to the database (mode 0600) so the README quickstart works without a step; and
+// the metrics token, unless GRADEBOX_METRICS_TOKEN sets it, saved next to the database too.
 
-import { writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { Config } from "./config.ts";
 import type { Store } from "./store.ts";
 
 export function defaultKeyPath(dbPath: string): string {
@@ -18,4 +21,51 @@ export function bootstrapDefaultKey(store: Store, dbPath: string): void {
     `\nCreated project "default" and its API key (shown once, also saved to ${path}):\n\n  ${key}\n\n` +
       `  export GRADEBOX_API_KEY=$(cat ${path})\n\n`,
   );
+}
+
+export function metricsTokenPath(dbPath: string): string {
+  return join(dirname(dbPath), "metrics.token");
+}
+
+/** The bearer token GET /metrics needs, and where an operator finds it. */
+export interface MetricsToken {
+  token: string;
+  /** `GRADEBOX_METRICS_TOKEN`, the file it is saved in, or undefined if it is kept nowhere */
+  source: "GRADEBOX_METRICS_TOKEN" | { path: string } | undefined;
+  /** made by this call (first start) */
+  created: boolean;
+}
+
+const newMetricsToken = () => `gbm_${randomBytes(32).toString("base64url")}`;
+
+/**
+ * GRADEBOX_METRICS_TOKEN if set; else the token saved next to the database, made and saved (mode
+ * 0600) at first start. A database in memory gets a token for this run only.
+ */
+export function bootstrapMetricsToken(config: Pick<Config, "dbPath" | "metricsToken">): MetricsToken {
+  if (config.metricsToken) return { token: config.metricsToken, source: "GRADEBOX_METRICS_TOKEN", created: false };
+  if (config.dbPath === ":memory:") return { token: newMetricsToken(), source: undefined, created: true };
+  const path = metricsTokenPath(config.dbPath);
+  /** the saved token; "" for an empty file, undefined for none */
+  const saved = (): string | undefined => {
+    try {
+      return readFileSync(path, "utf8").trim();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  };
+  const existing = saved();
+  if (existing) return { token: existing, source: { path }, created: false };
+  const token = newMetricsToken();
+  try {
+    // "wx": of two servers starting at once on one database, one writes and both use its token
+    writeFileSync(path, `${token}\n`, { mode: 0o600, flag: existing === undefined ? "wx" : "w" });
+    if (existing === "") chmodSync(path, 0o600);
+  } catch (error) {
+    const other = (error as NodeJS.ErrnoException).code === "EEXIST" ? saved() : undefined;
+    if (!other) throw error;
+    return { token: other, source: { path }, created: false };
+  }
+  return { token, source: { path }, created: true };
 }

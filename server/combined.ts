@@ -14,11 +14,12 @@ function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: nu
 
 export async function gradeCombined(
   pool: SandboxPool,
+  project: string,
   mode: CombineMode,
   parts: ResolvedPart[],
   threads: readonly WireThread[],
 ): Promise<GradeOutcome[]> {
-  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, compiled: p.compiled }, threads)));
+  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, project, compiled: p.compiled }, threads)));
   return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
     const subscores: SubScore[] = [];
     for (const [k, part] of parts.entries()) {

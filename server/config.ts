@@ -2,6 +2,7 @@
 
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import type { EngineLimits } from "../sandbox/engine.ts";
 
 const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -14,10 +15,21 @@ const EnvSchema = z.object({
   GRADEBOX_TIMEOUT_MS: int(1000, 10, 60_000),
   GRADEBOX_MEMORY_MB: int(64, 8, 4096),
   GRADEBOX_WARM_ISOLATES: int(256, 1, 100_000),
+  GRADEBOX_WARM_HEAP_MB: int(512, 16, 65_536),
   GRADEBOX_BODY_LIMIT: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
+  // unset (or empty): the server makes one at first start and saves it next to the database
+  GRADEBOX_METRICS_TOKEN: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .min(16, "the metrics token needs at least 16 characters")
+      .max(512, "the metrics token has at most 512 characters")
+      .regex(/^[\x21-\x7e]+$/, "the metrics token is printable ASCII without spaces")
+      .optional(),
+  ),
 });
 
 export interface Config {
@@ -29,11 +41,15 @@ export interface Config {
   timeoutMs: number;
   memoryMb: number;
   warmIsolates: number;
+  /** heap (MB) all warm isolates of one worker may hold together */
+  warmHeapMb: number;
   bodyLimit: number;
   maxBatch: number;
   maxTurns: number;
   /** characters per turn content */
   maxContent: number;
+  /** the bearer token GET /metrics needs; unset: made at first start (bootstrapMetricsToken) */
+  metricsToken?: string;
 }
 
 /** The source size limit of the function-grader contract (UTF-8 bytes); not configurable. */
@@ -55,9 +71,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     timeoutMs: e.GRADEBOX_TIMEOUT_MS,
     memoryMb: e.GRADEBOX_MEMORY_MB,
     warmIsolates: e.GRADEBOX_WARM_ISOLATES,
+    warmHeapMb: e.GRADEBOX_WARM_HEAP_MB,
     bodyLimit: e.GRADEBOX_BODY_LIMIT,
     maxBatch: e.GRADEBOX_MAX_BATCH,
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,
+    ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),
+  };
+}
+
+/** The sandbox pool's options from the configuration. */
+export function poolOptions(config: Config): { size: number; limits: EngineLimits } {
+  return {
+    size: config.workers,
+    limits: { timeoutMs: config.timeoutMs, memoryMb: config.memoryMb, maxWarm: config.warmIsolates, maxWarmHeapMb: config.warmHeapMb },
   };
 }

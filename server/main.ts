@@ -2,8 +2,8 @@
 
 import { SandboxPool } from "../sandbox/pool.ts";
 import { buildApp } from "./app.ts";
-import { bootstrapDefaultKey } from "./bootstrap.ts";
-import { loadConfig } from "./config.ts";
+import { bootstrapDefaultKey, bootstrapMetricsToken } from "./bootstrap.ts";
+import { loadConfig, poolOptions } from "./config.ts";
 import { Store } from "./store.ts";
 
 let config: ReturnType<typeof loadConfig>;
@@ -16,12 +16,23 @@ try {
 
 const store = new Store(config.dbPath);
 bootstrapDefaultKey(store, config.dbPath);
-const pool = new SandboxPool({
-  size: config.workers,
-  limits: { timeoutMs: config.timeoutMs, memoryMb: config.memoryMb, maxWarm: config.warmIsolates },
-});
+const metricsToken = bootstrapMetricsToken(config);
+const metricsTokenAt =
+  typeof metricsToken.source === "object"
+    ? `in ${metricsToken.source.path}`
+    : metricsToken.source
+      ? `set by ${metricsToken.source}`
+      : "printed above (saved nowhere)";
+if (metricsToken.created) {
+  process.stdout.write(
+    typeof metricsToken.source === "object"
+      ? `Created the metrics token (GET /metrics needs it as a bearer token), saved to ${metricsToken.source.path}\n\n`
+      : `The database is in memory: this run's metrics token (GET /metrics needs it as a bearer token) is\n\n  ${metricsToken.token}\n\n`,
+  );
+}
+const pool = new SandboxPool(poolOptions(config));
 await pool.start();
-const app = await buildApp({ config, store, pool });
+const app = await buildApp({ config, store, pool, metricsToken });
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -46,4 +57,5 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
 await app.listen({ host: config.host, port: config.port });
+app.log.info(`GET /metrics needs \`Authorization: Bearer <metrics token>\`; the metrics token is ${metricsTokenAt}`);
 app.log.info(`gradebox listening on http://${config.host}:${config.port} (database ${config.dbPath}, ${config.workers} sandbox workers)`);

@@ -19,6 +19,32 @@ export const Description = z
   .refine(...noNul("description"))
   .default("");
 
+/** Levels of objects and arrays a thread's metadata may nest, the metadata object itself included. */
+export const MAX_METADATA_DEPTH = 64;
+
+/**
+ * Whether a parsed JSON value nests more than `limit` objects and arrays deep. Iterative (deep
+ * input cannot overflow the stack here) and it stops at the first container past the limit, so it
+ * costs at most one visit per value.
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop();
+    const depth = depths.pop() as number;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child === null || typeof child !== "object") continue;
+      if (depth + 1 > limit) return true;
+      values.push(child);
+      depths.push(depth + 1);
+    }
+  }
+  return false;
+}
+
 export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
   return z.object({
     turns: z
@@ -30,7 +56,12 @@ export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
       )
       .min(1, "a thread needs at least one turn")
       .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .refine((m) => !nestsDeeperThan(m, MAX_METADATA_DEPTH), {
+        message: `metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH} levels: flatten it`,
+      })
+      .optional(),
   });
 }
 

@@ -217,8 +217,9 @@ export class Store {
     return this.mustGet(project, key);
   }
 
-  delete(project: string, key: string): void {
-    this.db.transaction(() => {
+  /** Deletes a grader; returns its id (its warm isolates are to be disposed). */
+  delete(project: string, key: string): { id: string } {
+    return this.db.transaction(() => {
       const row = this.mustGet(project, key);
       if (row.locked) {
         throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before deleting it`);
@@ -230,6 +231,7 @@ export class Store {
         });
       }
       this.stmts.delete.run(project, key);
+      return { id: row.id };
     })();
   }
 

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { buildApp } from "../server/app.ts";
-import { type Config, loadConfig } from "../server/config.ts";
+import { bootstrapMetricsToken } from "../server/bootstrap.ts";
+import { type Config, loadConfig, poolOptions } from "../server/config.ts";
 import { Store } from "../server/store.ts";
 
 export interface TestServer {
@@ -17,6 +18,8 @@ export interface TestServer {
   pool: SandboxPool;
   config: Config;
   dir: string;
+  /** the bearer token GET /metrics needs (saved in dir/metrics.token, or GRADEBOX_METRICS_TOKEN) */
+  metricsToken: string;
   /** set once listen() was called */
   url: string;
   /** an API key of the project (created on first use) */
@@ -36,12 +39,10 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     ...opts.env,
   });
   const store = new Store(config.dbPath);
-  const pool = new SandboxPool({
-    size: config.workers,
-    limits: { timeoutMs: config.timeoutMs, memoryMb: config.memoryMb, maxWarm: config.warmIsolates },
-  });
+  const pool = new SandboxPool(poolOptions(config));
   await pool.start();
-  const app = await buildApp({ config, store, pool });
+  const metricsToken = bootstrapMetricsToken(config);
+  const app = await buildApp({ config, store, pool, metricsToken });
   let url = "";
   if (opts.listen) {
     await app.listen({ host: "127.0.0.1", port: 0 });
@@ -55,6 +56,7 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     pool,
     config,
     dir,
+    metricsToken: metricsToken.token,
     get url() {
       return url;
     },

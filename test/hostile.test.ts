@@ -75,14 +75,16 @@ const corpus: Record<string, Hostile[]> = {
       source: gated(
         `Error.prepareStackTrace = (e, frames) => frames.map((f) => { try { return f.getThis() } catch { return undefined } }); const frames = new Error().stack; return frames.some((x) => x && typeof x.process === "object") ? 1 : 0;`,
       ),
-      expect: { score: 0 },
+      // Error.prepareStackTrace is pinned read-only before grader code runs: assigning it throws
+      expect: { code: "GRADER_ERROR" },
     },
     {
       name: "prepareStackTrace file names",
       source: gated(
         `Error.prepareStackTrace = (e, frames) => frames.map((f) => String(f.getFileName())); const names = new Error().stack.join(" "); return /node_modules|\\/work\\/|node:internal|server\\//.test(names) ? 1 : 0;`,
       ),
-      expect: { score: 0 },
+      // Error.prepareStackTrace is pinned read-only before grader code runs: assigning it throws
+      expect: { code: "GRADER_ERROR" },
     },
     {
       name: "captureStackTrace text",
@@ -94,7 +96,8 @@ const corpus: Record<string, Hostile[]> = {
       source: gated(
         `Error.prepareStackTrace = (e, frames) => frames.map((f) => f.getFunction()); const fns = new Error().stack.filter(Boolean); const ours = (f) => { let p = Object.getPrototypeOf(f); while (p && p !== Function.prototype) p = Object.getPrototypeOf(p); return p === Function.prototype }; return fns.length > 0 && fns.every(ours) ? 0 : 1;`,
       ),
-      expect: { score: 0 },
+      // Error.prepareStackTrace is pinned read-only before grader code runs: assigning it throws
+      expect: { code: "GRADER_ERROR" },
     },
   ],
   "module and global probing": [
@@ -323,6 +326,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
         const key = `h${n++}`;
         // a healthy grader answers while the hostile one registers and runs
         const during = healthy();
+        const restarts = s.pool.restarts;
         const created = await call(s.app, "POST", base, { key, source: h.source });
         if ("check" in h.expect) {
           assert.equal(created.status, 422, JSON.stringify(created.body));
@@ -346,8 +350,9 @@ for (const [technique, graders] of Object.entries(corpus)) {
             assert.ok(attacked.error.message.length <= 2100, "error messages are bounded");
             assert.doesNotMatch(attacked.error.message, /\/work\/|node_modules|node:internal/, "no host paths in errors");
           }
-          if (h.killsWorker) assert.equal(plain.error?.code, attacked.error.code, "the batch's items died with their worker");
-          else assert.deepEqual(plain, { score: 0.5 }, "the same grader still grades the next item");
+          // even when the attack took its worker down, the next item of the batch is graded on a fresh one
+          assert.deepEqual(plain, { score: 0.5 }, "the same grader still grades the next item");
+          if (h.killsWorker) assert.ok(s.pool.restarts > restarts, "the worker the attack ran in was replaced");
         }
         await during;
         await healthy();

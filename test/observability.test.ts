@@ -10,7 +10,11 @@ before(async () => {
 });
 after(() => s.close());
 
-const metrics = async () => (await s.app.inject({ method: "GET", url: "/metrics" })).body;
+const metrics = async () => {
+  const res = await s.app.inject({ method: "GET", url: "/metrics", headers: { authorization: `Bearer ${s.metricsToken}` } });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.body;
+};
 const value = (text: string, series: string) => {
   const line = text.split("\n").find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
@@ -14,6 +14,10 @@ const dir = mkdtempSync(join(tmpdir(), "gradebox-readme-"));
 const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
 const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
 const KEY_EXPORT = "export GRADEBOX_API_KEY=$(cat data/default.key)";
+const userPath = (process.env.PATH ?? "")
+  .split(delimiter)
+  .filter((p) => !p.endsWith("/.node/bin"))
+  .join(delimiter);
 let server: SpawnedServer;
 let key: string;
 
@@ -41,7 +45,8 @@ for (const [i, block] of blocks.slice(1).entries()) {
     const script = block.replace(KEY_EXPORT, `export GRADEBOX_API_KEY=${key}`);
     const { stdout, stderr } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", script], {
       cwd: repoRoot,
-      env: { ...process.env, GRADEBOX_URL: server.url, GRADEBOX_DB: join(dir, "gradebox.db"), GRADEBOX_API_KEY: key },
+      // as a user's shell has it: the machine's own Node first, not the project's .node/bin
+      env: { ...process.env, PATH: userPath, GRADEBOX_URL: server.url, GRADEBOX_DB: join(dir, "gradebox.db"), GRADEBOX_API_KEY: key },
       timeout: 120_000,
     });
     assert.ok(stdout.length + stderr.length > 0, "the block printed something");

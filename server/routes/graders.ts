@@ -6,6 +6,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
+import { checkNesting } from "../../sandbox/source-bounds.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { authenticate } from "../auth.ts";
 import { gradeCombined } from "../combined.ts";
@@ -106,9 +107,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
-  async function validate(source: string, threads?: WireThread[]) {
+  async function validate(project: string, source: string, threads?: WireThread[]) {
     checkSourceSize(source);
-    const result = await pool.validate(source, threads).catch((error: unknown) => {
+    // before any parser: esbuild's time grows with the square (cube, for functions) of the nesting
+    const tooDeep = checkNesting(source);
+    if (tooDeep) {
+      const { check, message, line, column } = tooDeep;
+      throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
+    }
+    const result = await pool.validate(project, source, threads).catch((error: unknown) => {
       if (!(error instanceof SandboxCrashError)) throw error;
       // the module body or the test run took its worker down (V8 aborts on some OOM paths)
       const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
@@ -136,7 +143,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const { key, source, description } = req.body;
       // answer a taken key before the five checks run; the insert still enforces it under races
       if (store.get(project, key)) throw graderExists(project, key);
-      const { compiled, warnings } = await validate(source);
+      const { compiled, warnings } = await validate(project, source);
       const sourceSha256 = createHash("sha256").update(source).digest("hex");
       const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings });
       return reply.code(201).send(detail(row));
@@ -158,7 +165,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req) => {
       if (req.body.threads) checkBatch(req.body.threads.length, config);
-      const { warnings, results } = await validate(req.body.source, req.body.threads);
+      const { warnings, results } = await validate(req.params.project, req.body.source, req.body.threads);
       return { valid: true as const, warnings, ...(results ? { results } : {}) };
     },
   );
@@ -221,7 +228,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     `${base}/:graderKey`,
     { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
     async (req, reply) => {
-      store.delete(req.params.project, req.params.graderKey);
+      const { id } = store.delete(req.params.project, req.params.graderKey);
+      pool.forget([id]); // its warm isolates go in every worker now, not when the LRU reaches them
       return reply.code(204).send(null);
     },
   );
@@ -244,8 +252,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       }));
     }
-    if (row.kind === "combined") return gradeCombined(pool, row.mode ?? "weighted", row.parts ?? [], threads);
-    return pool.gradeBatch({ id: row.id, compiled: row.compiled }, threads);
+    if (row.kind === "combined") return gradeCombined(pool, row.project, row.mode ?? "weighted", row.parts ?? [], threads);
+    return pool.gradeBatch({ id: row.id, project: row.project, compiled: row.compiled }, threads);
   }
 
   app.post(
@@ -271,6 +279,13 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const parts = graders.map((g) => ({ graderKey: g.graderKey, name: g.name ?? g.graderKey, weight: g.weight }));
       if (mode === "weighted" && !(parts.filter((p) => p.weight > 0).reduce((a, p) => a + p.weight, 0) > 0)) {
         throw new AppError("INVALID_REQUEST", "weighted mode needs at least one part with a positive weight");
+      }
+      // 1e308 + 1e308 is Infinity: every score would then be 0 (or NaN)
+      if (!Number.isFinite(parts.reduce((a, p) => a + Math.abs(p.weight), 0))) {
+        throw new AppError(
+          "INVALID_REQUEST",
+          `the weights' absolute values must add up to a finite number (at most ${Number.MAX_VALUE}); scale them down, e.g. to sum to 1`,
+        );
       }
       const row = store.insertCombined({ project: req.params.project, key, description, mode, parts });
       return reply.code(201).send(detail(row));

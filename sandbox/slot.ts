@@ -1,0 +1,21 @@
+// The call slot: shared memory in which a worker announces the isolate call running now, read
+// by its watchdog thread (watchdog.ts). The prelude inside each isolate writes one field of it,
+// the item it is grading, so a verdict names the very item that ran away.
+
+/** Field indexes of the slot's Float64Array. */
+export const SLOT = {
+  /** bumped before and after every write of a call's fields (a seqlock: a read is good if it saw the same value twice) */
+  seq: 0,
+  running: 1,
+  job: 2,
+  /** the call's first item, as an index into the job's batch */
+  from: 3,
+  count: 4,
+  startedAt: 5,
+  limitMs: 6,
+  /** bytes of heap held by this worker's warm isolates (for the idle recycle check) */
+  warmHeap: 7,
+  /** written by the prelude: the item it started grading last */
+  item: 8,
+  size: 9,
+} as const;

@@ -1,0 +1,119 @@
+// The watchdog: a thread inside each sandbox worker process that watches the call running on
+// the worker's main thread. V8 does not interrupt every built-in (a sort of a huge sparse array
+// runs on past any timeout; on Node 24 a heap bomb grows the process far past its isolate's
+// limit before V8 gives up), so the only bound that always holds is killing the process. The
+// watchdog decides from inside the worker, with the worker's own clock and memory, whose call
+// that was: it writes one verdict line to the verdict pipe (fd 4) and then kills the process.
+// The pool blames a grader only on such a verdict, never on a timer of its own.
+//
+// The main thread publishes each call in a shared slot (slot.ts) before it starts it, and the
+// prelude writes the item it is grading there, so a verdict names the item.
+
+import { readFileSync, writeSync } from "node:fs";
+import { isMainThread, workerData } from "node:worker_threads";
+import { SLOT } from "./slot.ts";
+
+export interface WatchdogOptions {
+  slot: SharedArrayBuffer;
+  /** the isolate memory limit: a call may grow the process by 2× this + 64 MB before it is killed */
+  memoryMb: number;
+  /** the process RSS once the worker was ready */
+  baselineRss: number;
+}
+
+export type Verdict =
+  | { verdict: "timeout" | "memory"; job: number; from: number; count: number; detail: string }
+  /** the call ran past its hard deadline without using the CPU to do so: nobody's fault */
+  | { verdict: "stalled"; job: number; from: number; count: number; detail: string }
+  /** idle, and holding much more memory than its warm isolates explain: replace it when convenient */
+  | { verdict: "recycle"; rss: number };
+
+export const VERDICT_FD = 4;
+const MB = 1024 * 1024;
+const TICK_MS = 10;
+const IDLE_CHECK_MS = 1000;
+/** a call may run to 2× its time limit + ½ s (isolated-vm enforces the limit itself; this is the bound for what it cannot interrupt) */
+export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;
+/** extra wall time granted to a call that could not get the CPU (a starved worker is not a guilty one) */
+const STALL_GRACE_MS = 1000;
+
+/** CPU time (ms) the worker's main thread has used: the isolate runs on it (applySync). */
+function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100)
+  } catch {
+    return Number.POSITIVE_INFINITY; // no /proc: count all wall time as used
+  }
+}
+
+function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
+  const s = new Float64Array(slot);
+  const growthLimit = (2 * memoryMb + 64) * MB;
+  let seen = -1;
+  let rssAtStart = 0;
+  let cpuAtStart = 0;
+  let lastIdleCheck = 0;
+  let recycleSent = false;
+
+  const fire = (v: Verdict, kill: boolean) => {
+    try {
+      writeSync(VERDICT_FD, `${JSON.stringify(v)}\n`);
+    } catch {}
+    if (kill) process.kill(process.pid, "SIGKILL");
+  };
+
+  setInterval(() => {
+    const seq = s[SLOT.seq];
+    const running = s[SLOT.running] === 1;
+    const call = { job: s[SLOT.job], from: s[SLOT.from], count: s[SLOT.count] };
+    const item = s[SLOT.item];
+    const startedAt = s[SLOT.startedAt];
+    const limitMs = s[SLOT.limitMs];
+    const warmHeap = s[SLOT.warmHeap];
+    if (s[SLOT.seq] !== seq) return; // torn read: look again next tick
+    // the prelude's own record of the item it is on, when it lies within the call
+    if (call.count > 1 && Number.isInteger(item) && item >= call.from && item < call.from + call.count) {
+      call.from = item;
+      call.count = 1;
+    }
+    const now = Date.now();
+    const rss = process.memoryUsage.rss();
+    if (!running) {
+      if (now - lastIdleCheck < IDLE_CHECK_MS) return;
+      lastIdleCheck = now;
+      const explained = baselineRss + warmHeap + Math.max(128, 2 * memoryMb) * MB;
+      if (!recycleSent && rss > explained) {
+        recycleSent = true;
+        fire({ verdict: "recycle", rss }, false);
+      }
+      return;
+    }
+    if (seq !== seen) {
+      seen = seq;
+      rssAtStart = rss;
+      cpuAtStart = mainThreadCpuMs();
+    }
+    // resident memory only: V8 reserves virtual address space in large, harmless chunks
+    const growth = rss - rssAtStart;
+    if (growth > growthLimit) {
+      fire({ verdict: "memory", ...call, detail: `the process grew by ${Math.round(growth / MB)} MB during the call` }, true);
+      return;
+    }
+    const elapsed = now - startedAt;
+    if (elapsed > hardDeadline(limitMs)) {
+      const cpu = mainThreadCpuMs() - cpuAtStart;
+      if (cpu >= limitMs / 2) {
+        // a call that made half its isolate's limit newly resident was filling memory, not just spinning
+        const verdict = growth > (memoryMb * MB) / 2 ? "memory" : "timeout";
+        const detail = `still running after ${elapsed} ms (${Math.round(cpu)} ms of CPU), the process ${Math.round(growth / MB)} MB larger`;
+        fire({ verdict, ...call, detail }, true);
+      } else if (elapsed > hardDeadline(limitMs) + STALL_GRACE_MS) {
+        fire({ verdict: "stalled", ...call, detail: `still running after ${elapsed} ms with ${Math.round(cpu)} ms of CPU` }, true);
+      }
+    }
+  }, TICK_MS);
+}
+
+if (!isMainThread && workerData?.slot instanceof SharedArrayBuffer) watch(workerData as WatchdogOptions);
