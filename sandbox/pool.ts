@@ -56,6 +56,8 @@ const CODES = new Set<string>(GRADE_ERROR_CODES);
 /** How often the pool looks for workers that stopped answering altogether. */
 const BACKSTOP_TICK_MS = 250;
 const MAX_VERDICT_LINE = 4096;
+/** the id prefix of a source being validated (no stored grader) */
+const VALIDATION_ID = "validate:";
 
 interface Health {
   cleanJobs: number;
@@ -396,7 +398,9 @@ export class SandboxPool extends EventEmitter {
     }
     if (blamed) {
       this.noteOutcome(task.grader.id, true);
-      this.emit("graderFault", task.grader.id, message);
+      // threads graded with a source under validation have no stored grader: the project answers for them
+      if (task.grader.id.startsWith(VALIDATION_ID)) this.emit("validationFault", task.project, message);
+      else this.emit("graderFault", task.grader.id, message);
     }
     task.crashes++;
     // which item was running: the verdict names the call; a single-item slice names it too
@@ -483,7 +487,7 @@ export class SandboxPool extends EventEmitter {
     task.lastSlot = slot;
     const faulted = typeof reply.violation === "string" || outcomes.some((o) => "error" in o && FAULT_CODES.has(o.error.code));
     this.noteOutcome(task.grader.id, faulted);
-    if (typeof reply.violation === "string") {
+    if (typeof reply.violation === "string" && !task.grader.id.startsWith(VALIDATION_ID)) {
       this.emit("graderFault", task.grader.id, `broke the sandbox's reply format: ${reply.violation.slice(0, 200)}`);
     }
     this.requeue(task);
@@ -635,7 +639,7 @@ export class SandboxPool extends EventEmitter {
     if (!result || typeof result !== "object" || typeof result.ok !== "boolean")
       throw new Error("the validation worker answered in an unknown form");
     if (!result.ok || !threads || threads.length === 0) return result;
-    const id = `validate:${randomUUID()}`;
+    const id = `${VALIDATION_ID}${randomUUID()}`;
     try {
       const results = await this.gradeBatch({ id, project, compiled: result.compiled }, threads);
       return { ...result, results };

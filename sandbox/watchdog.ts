@@ -104,14 +104,13 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
     const elapsed = now - startedAt;
     if (elapsed > hardDeadline(limitMs)) {
       const cpu = mainThreadCpuMs() - cpuAtStart;
-      if (cpu >= limitMs / 2) {
-        // a call that made half its isolate's limit newly resident was filling memory, not just spinning
-        const verdict = growth > (memoryMb * MB) / 2 ? "memory" : "timeout";
-        const detail = `still running after ${elapsed} ms (${Math.round(cpu)} ms of CPU), the process ${Math.round(growth / MB)} MB larger`;
-        fire({ verdict, ...call, detail }, true);
-      } else if (elapsed > hardDeadline(limitMs) + STALL_GRACE_MS) {
-        fire({ verdict: "stalled", ...call, detail: `still running after ${elapsed} ms with ${Math.round(cpu)} ms of CPU` }, true);
-      }
+      const detail = `still running after ${elapsed} ms (${Math.round(cpu)} ms of CPU), the process ${Math.round(growth / MB)} MB larger`;
+      // a call that made half its isolate's limit newly resident was filling memory, whatever
+      // CPU it got; one that spun for half its limit of CPU was spinning; one that did neither
+      // was starved by the machine, which is nobody's fault
+      if (growth > (memoryMb * MB) / 2) fire({ verdict: "memory", ...call, detail }, true);
+      else if (cpu >= limitMs / 2) fire({ verdict: "timeout", ...call, detail }, true);
+      else if (elapsed > hardDeadline(limitMs) + STALL_GRACE_MS) fire({ verdict: "stalled", ...call, detail }, true);
     }
   }, TICK_MS);
 }

@@ -24,6 +24,7 @@ import { registerJsonParser } from "./json-body.ts";
 import { Metrics } from "./metrics.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import type { Store } from "./store.ts";
+import { ValidationLimiter } from "./validation-limit.ts";
 
 export interface AppOptions {
   config: Config;
@@ -151,6 +152,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     }
     const body = problem(code, detail, req.id, extra);
     if (code === "UNAUTHORIZED") reply.header("www-authenticate", 'Bearer realm="gradebox"');
+    if (typeof extra.retryAfter === "number") reply.header("retry-after", String(extra.retryAfter));
     reply.code(body.status).type("application/problem+json").send(JSON.stringify(body));
   });
 
@@ -211,13 +213,21 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     metrics.workerRestarts.inc();
     app.log.warn({ ...info, stderrTail: info.stderrTail.slice(-500) }, "sandbox worker exited; replacing it");
   };
+  // validations that take their worker down count per project (a rate limit after a few)
+  const validations = new ValidationLimiter();
+  const onValidationFault = (project: string, reason: string) => {
+    validations.record(project);
+    app.log.warn({ project, reason }, "a validation took its sandbox worker down");
+  };
   pool.on("graderFault", onFault);
+  pool.on("validationFault", onValidationFault);
   pool.on("workerExit", onWorkerExit);
   app.addHook("onClose", async () => {
     pool.off("graderFault", onFault);
+    pool.off("validationFault", onValidationFault);
     pool.off("workerExit", onWorkerExit);
   });
 
-  await app.register(graderRoutes, { config, store, pool, metrics });
+  await app.register(graderRoutes, { config, store, pool, metrics, validations });
   return app;
 }

@@ -25,6 +25,7 @@ export const ERRORS = {
   SANDBOX_CRASHED: { status: 422, title: "The sandbox worker running the grader crashed" },
   COMPONENT_FAILED: { status: 422, title: "A part of the combined grader failed" },
   INVALID_COMPONENT: { status: 422, title: "A part of the combined grader is missing or not a function grader" },
+  VALIDATION_RATE_LIMITED: { status: 429, title: "Too many validations took their worker down" },
   INTERNAL: { status: 500, title: "Internal server error" },
   SANDBOX_UNAVAILABLE: { status: 503, title: "No sandbox worker is available" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -236,3 +236,25 @@ describe("memory is accounted and given back", () => {
     );
   });
 });
+
+describe("validation that takes its worker down", () => {
+  test("counts per project: after 3 in 10 minutes that project's registrations get 429 with retry-after, others' do not", async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await call(s.app, "POST", "/v1/projects/crasher/graders", {
+        key: `load-bomb-${i}`,
+        source: `new Array(6e7).fill();\nasync function grade(t) { return 1 }`,
+      });
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.equal(res.body.check, "execution");
+      assert.match(res.body.message, /GRADER_MEMORY_LIMIT/);
+    }
+    const limited = await call(s.app, "POST", "/v1/projects/crasher/graders/validate", { source: "async (t) => 1" });
+    assert.equal(limited.status, 429, JSON.stringify(limited.body));
+    assert.equal(limited.body.code, "VALIDATION_RATE_LIMITED");
+    assert.ok(Number(limited.headers["retry-after"]) > 0);
+    const create = await call(s.app, "POST", "/v1/projects/crasher/graders", { key: "fine", source: "async (t) => 1" });
+    assert.equal(create.status, 429);
+    const other = await call(s.app, "POST", "/v1/projects/innocent/graders", { key: "fine", source: "async (t) => 1" });
+    assert.equal(other.status, 201, "another project registers as usual");
+  });
+});

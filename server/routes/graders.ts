@@ -28,12 +28,14 @@ import {
   threadSchema,
 } from "../schemas.ts";
 import { type GraderRow, graderExists, type Store } from "../store.ts";
+import type { ValidationLimiter } from "../validation-limit.ts";
 
 export interface GraderRoutesOptions {
   config: Config;
   store: Store;
   pool: SandboxPool;
   metrics: Metrics;
+  validations: ValidationLimiter;
 }
 
 const errors = {
@@ -96,7 +98,7 @@ function checkBatch(count: number, config: Config): void {
   }
 }
 
-export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics }: GraderRoutesOptions) {
+export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics, validations }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
@@ -108,6 +110,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
   async function validate(project: string, source: string, threads?: WireThread[]) {
+    validations.check(project);
     checkSourceSize(source);
     // before any parser: esbuild's time grows with the square (cube, for functions) of the nesting
     const tooDeep = checkNesting(source);
