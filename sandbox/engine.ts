@@ -55,8 +55,8 @@ export interface SliceOptions {
   single: boolean;
   /** stop starting calls after this long (the pool re-queues the rest, so other projects get a turn) */
   sliceMs: number;
-  /** consecutive time-outs at the end of what was graded before this slice */
-  timeoutsInARow: number;
+  /** consecutive items stopped by a limit at the end of what was graded before this slice */
+  limitsInARow: number;
   /** grade no item at or past this index (an item that took a worker down is not tried again) */
   end: number;
 }
@@ -68,7 +68,7 @@ export interface SliceResult {
   violation?: string;
 }
 
-/** After this many time-outs in a row, the rest of a batch fails fast instead of costing a time limit each. */
+/** After this many items in a row stopped by a limit (time or memory), the rest of a batch fails fast instead of costing a limit each. */
 export const MAX_TIMEOUTS_IN_A_ROW = 3;
 
 class GraderError extends Error {
@@ -194,7 +194,9 @@ class Runtime {
   }
 }
 
-const timedOut = (o: GradeOutcome | undefined) => o !== undefined && "error" in o && o.error.code === "GRADER_TIMEOUT";
+/** an item stopped by its time or memory limit: each such item costs a whole limit */
+const overLimit = (o: GradeOutcome | undefined) =>
+  o !== undefined && "error" in o && (o.error.code === "GRADER_TIMEOUT" || o.error.code === "GRADER_MEMORY_LIMIT");
 
 export class Engine {
   private readonly warm = new Map<string, Runtime>();
@@ -283,7 +285,7 @@ export class Engine {
 
   /** The whole batch in one go (no slices): for tests and in-process measurement. */
   gradeBatch(grader: GraderCode, batch: PackedBatch): GradeOutcome[] {
-    return this.gradeSlice(grader, batch, 0, { single: false, sliceMs: Number.POSITIVE_INFINITY, timeoutsInARow: 0, end: batch.count })
+    return this.gradeSlice(grader, batch, 0, { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: batch.count })
       .outcomes;
   }
 
@@ -298,19 +300,21 @@ export class Engine {
     const started = Date.now();
     let i = from;
     let single = options.single;
-    let inARow = options.timeoutsInARow;
+    let inARow = options.limitsInARow;
     let loaded: Runtime | undefined;
     let violation: string | undefined;
     const push = (outcome: GradeOutcome) => {
       outcomes.push(outcome);
-      inARow = timedOut(outcome) ? inARow + 1 : 0;
+      inARow = overLimit(outcome) ? inARow + 1 : 0;
       i++;
     };
     while (i < count) {
       if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs)) break;
       if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
-        const message = `not run: ${MAX_TIMEOUTS_IN_A_ROW} items in a row exceeded the ${this.limits.timeoutMs} ms time limit, so the rest of the batch fails fast`;
-        while (i < count) push({ error: { code: "GRADER_TIMEOUT", message } });
+        const last = outcomes.at(-1);
+        const code = last && "error" in last ? last.error.code : "GRADER_TIMEOUT";
+        const message = `not run: ${MAX_TIMEOUTS_IN_A_ROW} items in a row exceeded their time or memory limit, so the rest of the batch fails fast`;
+        while (i < count) push({ error: { code, message } });
         break;
       }
       let rt: Runtime;
@@ -377,7 +381,7 @@ export class Engine {
       return current;
     };
     const discard = () => current.dispose();
-    const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, timeoutsInARow: 0, end: MOCK_BATCH.count };
+    const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: MOCK_BATCH.count };
     try {
       const [mock] = this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes;
       if ("error" in mock) {

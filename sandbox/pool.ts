@@ -538,8 +538,11 @@ export class SandboxPool extends EventEmitter {
       if (busy >= Math.max(1, Math.floor(workers / active))) return false;
     }
     if (!this.trusted(task.grader.id)) {
+      // one worker stays free for trusted graders; while a worker is being replaced the
+      // untrusted get fewer, so a runaway grader cannot take the last one the pool has
       const untrustedBusy = this.slots.filter((s) => s.running && !s.running.trusted).length;
-      if (untrustedBusy >= (workers >= 2 ? workers - 1 : 1)) return false;
+      const cap = this.options.size >= 2 ? workers - 1 : 1;
+      if (untrustedBusy >= cap) return false;
     }
     return true;
   }
@@ -558,7 +561,7 @@ export class SandboxPool extends EventEmitter {
       trusted = this.trusted(task.grader.id);
       let end = task.count;
       for (const at of task.culprits.keys()) if (at >= from && at < end) end = at;
-      const options: SliceOptions = { single, sliceMs: this.sliceMs, timeoutsInARow: timeoutsAtEnd(task.outcomes), end };
+      const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task.outcomes), end };
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
       // one slice, then one call that may run to its hard deadline, plus loading the module
       budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000;
@@ -691,12 +694,12 @@ export class SandboxPool extends EventEmitter {
   }
 }
 
-/** Time-outs at the end of what was graded so far (the engine stops a batch after a few in a row). */
-function timeoutsAtEnd(outcomes: GradeOutcome[]): number {
+/** Items stopped by a limit at the end of what was graded so far (the engine stops a batch after a few in a row). */
+function limitsAtEnd(outcomes: GradeOutcome[]): number {
   let n = 0;
   for (let i = outcomes.length - 1; i >= 0 && n < 16; i--) {
     const o = outcomes[i];
-    if (!("error" in o) || o.error.code !== "GRADER_TIMEOUT") break;
+    if (!("error" in o) || (o.error.code !== "GRADER_TIMEOUT" && o.error.code !== "GRADER_MEMORY_LIMIT")) break;
     n++;
   }
   return n;

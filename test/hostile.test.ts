@@ -101,6 +101,18 @@ const corpus: Record<string, Hostile[]> = {
     },
   ],
   "module and global probing": [
+    {
+      name: "reading the environment canary from inside",
+      source: gated(
+        `const seen = []; const tryGet = (f) => { try { const v = f(); if (v) seen.push(v) } catch {} };
+         tryGet(() => globalThis.process?.env);
+         tryGet(() => Function("return this")().process?.env);
+         tryGet(() => ({}).constructor.constructor("return typeof process === 'object' ? process.env : undefined")());
+         tryGet(() => (async () => {}).constructor("return typeof process === 'object' ? process.env : undefined"));
+         return seen.some((env) => typeof env === "object" && "GRADEBOX_TEST_CANARY" in env) ? 1 : 0;`,
+      ),
+      expect: { score: 0 },
+    },
     { name: "dynamic import()", source: `async (t) => { await import("fs"); return 1 }`, expect: { check: "structure" } },
     { name: "require of child_process", source: `const cp = require("child_process");\nasync (t) => 1`, expect: { check: "structure" } },
     {
@@ -288,9 +300,10 @@ const canary = `canary-${process.pid}`;
 before(async () => {
   // a 32 MB heap fills in about 150 ms on this machine, a 64 MB one in 250–320: with a 300 ms
   // time limit only the smaller heap lets a memory hog reach the memory limit first every time
+  // in the server's environment before its workers start, so a worker would inherit it
+  process.env.GRADEBOX_TEST_CANARY = canary;
   s = await startServer({ env: { GRADEBOX_TIMEOUT_MS: "300", GRADEBOX_MEMORY_MB: "32" } });
   marker = join(mkdtempSync(join(tmpdir(), "gradebox-marker-")), "escaped");
-  process.env.GRADEBOX_TEST_CANARY = canary;
   listener = createServer((socket) => {
     connections++;
     socket.destroy();

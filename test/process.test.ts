@@ -61,12 +61,21 @@ test("SIGKILL during concurrent registrations and deletions, three times: nothin
     const server = await start();
     const workers = childrenOf(server.child.pid as number);
     const ops: Promise<void>[] = [];
+    // kill once this many creates of the round were acknowledged: mid-stream, whatever the machine's speed
+    const killAfter = 4 + round * 4;
+    let acked = 0;
+    let reached: () => void = () => {};
+    const enough = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
     for (let i = 0; i < 24; i++) {
       const k = `r${round}-${i}`;
       ops.push(
         api(server.url, "POST", "", { key: k, source: `async (t) => ${i % 10} / 10` })
           .then((res) => {
-            if (res.status === 201) acknowledged.add(k);
+            if (res.status !== 201) return;
+            acknowledged.add(k);
+            if (++acked === killAfter) reached();
           })
           .catch(() => {}),
       );
@@ -80,7 +89,7 @@ test("SIGKILL during concurrent registrations and deletions, three times: nothin
           .catch(() => {}),
       );
     }
-    await new Promise((r) => setTimeout(r, 150 + round * 100));
+    await enough;
     server.child.kill("SIGKILL");
     await server.exited;
     await Promise.allSettled(ops);
@@ -106,6 +115,7 @@ test("SIGKILL during concurrent registrations and deletions, three times: nothin
         assert.equal(((await res.json()) as { score: number }).score, (Number(k.split("-")[1]) % 10) / 10);
       }
     }
+    assert.ok(acknowledged.size < 3 * 24, "the kills landed while creates were still in flight");
     console.log(`# ${acknowledged.size} acknowledged creates and ${deleted.size} acknowledged deletes survived 3 SIGKILLs`);
   } finally {
     server.child.kill("SIGTERM");
