@@ -5,7 +5,6 @@
 // trusted prelude functions.
 
 import ivm from "isolated-vm";
-import { analyze } from "./analyze.ts";
 import { type PackedBatch, packBatch } from "./batch.ts";
 import type { CheckFailure, GradeErrorCode, GradeOutcome } from "./checks.ts";
 import { MOCK_THREAD } from "./checks.ts";
@@ -364,6 +363,8 @@ export class Engine {
     if (nesting) return { ok: false, failure: nesting };
     const syntax = await checkSyntax(source);
     if (syntax) return { ok: false, failure: syntax };
+    // the TypeScript compiler is loaded only where validations run: it would double a grading worker's memory
+    const { analyze } = await import("./analyze.ts");
     const analysis = analyze(source);
     if ("check" in analysis) return { ok: false, failure: analysis };
     const built = await bundle(analysis.code);

@@ -16,7 +16,7 @@ import type { WireThread } from "../sdk/thread.ts";
 import { type PackedBatch, packBatch } from "./batch.ts";
 import { GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome } from "./checks.ts";
 import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "./engine.ts";
-import { LIMITS_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
 import { MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
 import { hardDeadline, VERDICT_FD, type Verdict } from "./watchdog.ts";
 
@@ -259,7 +259,7 @@ export class SandboxPool extends EventEmitter {
       execArgv: ["--no-node-snapshot", "--import", TSX],
       // the V8 serializer copies a packed batch's strings as they are, where JSON would escape them again
       serialization: "advanced",
-      env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits) },
+      env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits), [ROLE_ENV]: role },
       // V8 prints pages of heap statistics when it aborts on out-of-memory: keep them off the
       // server's output (the pool reports the abort itself). fd 4 carries watchdog verdicts.
       stdio: ["ignore", "inherit", "pipe", "ipc", "pipe"],
@@ -428,10 +428,10 @@ export class SandboxPool extends EventEmitter {
     this.requeue(task);
   }
 
-  /** Every item not yet graded gets this error; the task is done. */
+  /** Every item not yet graded gets this error (a known culprit keeps its own); the task is done. */
   private finish(task: GradeTask, error: { code: GradeErrorCode; message: string }): void {
     while (task.next < task.count) {
-      task.outcomes.push({ error });
+      task.outcomes.push({ error: task.culprits.get(task.next) ?? error });
       task.next++;
     }
     task.resolve(task.outcomes);

@@ -22,4 +22,6 @@ export type WorkerReply =
 export type WorkerHello = { op: "ready"; pid: number };
 
 export const LIMITS_ENV = "GRADEBOX_SANDBOX_LIMITS";
+/** "validate" for the validation worker, which loads the TypeScript compiler up front */
+export const ROLE_ENV = "GRADEBOX_SANDBOX_ROLE";
 export type { EngineLimits };

@@ -5,7 +5,15 @@
 
 import { Worker } from "node:worker_threads";
 import { Engine } from "./engine.ts";
-import { type EngineLimits, LIMITS_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
+import {
+  type EngineLimits,
+  LIMITS_ENV,
+  ROLE_ENV,
+  type WorkerHello,
+  type WorkerNotice,
+  type WorkerReply,
+  type WorkerRequest,
+} from "./protocol.ts";
 import { SLOT } from "./slot.ts";
 import type { WatchdogOptions } from "./watchdog.ts";
 
@@ -78,6 +86,10 @@ process.on("disconnect", () => {
   engine.dispose();
   process.exit(0);
 });
+
+// the validation worker needs the TypeScript compiler for every request: load it before the
+// baseline the watchdog measures memory against, so it counts as this worker's own
+if (process.env[ROLE_ENV] === "validate") await import("./analyze.ts");
 
 const watchdog = new Worker(new URL("./watchdog.ts", import.meta.url), {
   workerData: { slot: slotBuffer, memoryMb: limits.memoryMb, baselineRss: process.memoryUsage.rss() } satisfies WatchdogOptions,
