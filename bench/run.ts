@@ -16,7 +16,7 @@ import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { latencies, pct } from "./latency.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 
-const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 512 };
+const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
 const BATCH = 250;
 const threads = makeThreads(2000);
 interface Row {
@@ -271,8 +271,16 @@ try {
     }),
   );
   const pids = [server.child.pid as number, ...childPids(server.child.pid as number)];
-  const rssKb = pids.reduce((a, pid) => a + Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0), 0);
-  extra.rssWith1000GradersMB = Math.round(rssKb / 1024);
+  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+  extra.rssWith1000GradersMB = Math.round(pids.reduce((a, pid) => a + rssMb(pid), 0));
+  // where that memory is: the API process, each grading worker, the validation worker, esbuild
+  const role = (pid: number) => {
+    if (pid === server.child.pid) return "api";
+    const env = readFileSync(`/proc/${pid}/environ`, "utf8");
+    if (env.includes("GRADEBOX_SANDBOX_ROLE=validate")) return "validation worker";
+    return env.includes("GRADEBOX_SANDBOX_ROLE=grade") ? "grading worker" : "other";
+  };
+  extra.rssWith1000GradersByProcessMB = pids.map((pid) => `${role(pid)} ${Math.round(rssMb(pid))}`).join(", ");
   log("registration and memory done");
 } finally {
   server.child.kill("SIGTERM");
