@@ -45,7 +45,7 @@ async function countLines(path: string): Promise<number> {
 export async function gradeFile(
   client: Gradebox,
   graderKey: string,
-  opts: { threads: string; out?: string; batch: number; quiet: boolean },
+  opts: { threads: string; out?: string; batch: number; quiet: boolean; version?: number },
 ): Promise<Summary> {
   const total = await countLines(opts.threads);
   const out = opts.out ? createWriteStream(opts.out) : undefined;
@@ -74,7 +74,7 @@ export async function gradeFile(
     if (chunk.length === 0) return;
     const sent = chunk;
     chunk = [];
-    const { results } = await client.graders.gradeBatch({ graderKey, threads: sent.map((c) => c.thread) });
+    const { results } = await client.graders.gradeBatch({ graderKey, threads: sent.map((c) => c.thread), version: opts.version });
     for (const [i, r] of results.entries()) await write(sent[i].line, r);
     progress.tick(sent.length);
   };

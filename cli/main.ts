@@ -4,7 +4,8 @@
 import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { Command } from "commander";
-import { Gradebox, GraderValidationError } from "../sdk/index.ts";
+import { createTwoFilesPatch } from "diff";
+import { ConflictError, Gradebox, GraderValidationError } from "../sdk/index.ts";
 import { loadConfig } from "../server/config.ts";
 import { Store } from "../server/store.ts";
 import { gradeFile } from "./grade-file.ts";
@@ -137,23 +138,72 @@ const run = (opts: ApiOptions, work: () => Promise<unknown>, source?: string) =>
     (error) => fail(error, opts, source),
   );
 
-api("push", "validate a grader file and create it (the five checks run on the server)")
+/** `key` or `key@version`. */
+function parseRef(ref: string, opts: ApiOptions): { key: string; version?: number } {
+  const at = ref.lastIndexOf("@");
+  if (at < 0) return { key: ref };
+  const version = Number(ref.slice(at + 1));
+  if (!Number.isInteger(version) || version < 1) fail(new Error(`"${ref}": the version after @ must be a whole number from 1`), opts);
+  return { key: ref.slice(0, at), version };
+}
+
+api("push", "validate a grader file and store it: creates the grader, or a new version when the key exists")
   .argument("<file>", "a .ts or .js file with an async grade(thread) function")
   .requiredOption("-k, --key <key>", "the grader key")
-  .option("-d, --description <text>", "what it scores", "")
-  .action(async (file: string, opts: ApiOptions & { key: string; description: string }) => {
+  .option("-d, --description <text>", "what it scores (on an update, absent keeps the current one)")
+  .action(async (file: string, opts: ApiOptions & { key: string; description?: string }) => {
     const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
     await run(
       opts,
       async () => {
-        const grader = await client(opts).graders.create.function({ key: opts.key, source, description: opts.description });
+        const graders = client(opts).graders;
+        let created = true;
+        const grader = await graders.create.function({ key: opts.key, source, description: opts.description ?? "" }).catch((error) => {
+          if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
+          created = false;
+          return graders.update({ graderKey: opts.key, source, description: opts.description });
+        });
         if (opts.json) return printJson(grader);
-        console.log(`✓ created ${grader.key}`);
+        console.log(created ? `✓ created ${grader.key} (version 1)` : `✓ updated ${grader.key} to version ${grader.version}`);
         for (const w of grader.warnings) console.log(`  warning: ${w}`);
       },
       source,
     );
   });
+
+api("versions", "list a grader's versions")
+  .argument("<key>", "the grader key")
+  .action((key: string, opts: ApiOptions) =>
+    run(opts, async () => {
+      const graders = client(opts).graders;
+      const [versions, current] = await Promise.all([graders.versions.list({ graderKey: key }), graders.get({ graderKey: key })]);
+      if (opts.json) return printJson(versions);
+      for (const v of versions) {
+        const mark = v.version === current.version ? "*" : " ";
+        console.log(`${mark} ${String(v.version).padStart(4)}  ${v.createdAt}  ${v.sourceSha256.slice(0, 12)}  ${v.description}`);
+      }
+    }),
+  );
+
+api("diff", "show what changed between two versions of a grader (a unified diff of their sources)")
+  .argument("<from>", "key@version")
+  .argument("<to>", "key@version, or key for the current version")
+  .action((from: string, to: string, opts: ApiOptions) =>
+    run(opts, async () => {
+      const graders = client(opts).graders;
+      const sourceOf = async (ref: string) => {
+        const { key, version } = parseRef(ref, opts);
+        if (version !== undefined)
+          return { label: `${key}@${version}`, source: (await graders.versions.get({ graderKey: key, version })).source };
+        const current = await graders.get({ graderKey: key });
+        return { label: `${key}@${current.version}`, source: current.source ?? "" };
+      };
+      const [a, b] = await Promise.all([sourceOf(from), sourceOf(to)]);
+      const patch = createTwoFilesPatch(a.label, b.label, a.source, b.source, undefined, undefined, { context: 3 });
+      if (opts.json) return printJson({ from: a.label, to: b.label, patch });
+      process.stdout.write(patch);
+    }),
+  );
 
 api("test", "run the five checks on a file and grade sample threads, without saving")
   .argument("<file>", "a .ts or .js grader file")
@@ -207,9 +257,13 @@ api("get", "show one grader with its source")
     run(opts, async () => {
       const g = await client(opts).graders.get({ graderKey: key });
       if (opts.json) return printJson(g);
-      console.log(`${g.key} (${g.kind}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`);
+      console.log(
+        `${g.key} (${g.kind}, version ${g.version}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`,
+      );
       for (const w of g.warnings) console.log(`warning: ${w}`);
-      if (g.parts) for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey} × ${p.weight}`);
+      if (g.parts) {
+        for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`);
+      }
       if (g.source !== undefined) console.log(`\n${g.source}`);
     }),
   );
@@ -240,17 +294,18 @@ api("rm", "delete a grader (refused while locked or used by a combined grader)")
   );
 
 api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads) with a grader")
-  .argument("<key>", "the grader key")
+  .argument("<key>", "the grader key, or key@version to grade with that version")
   .option("--thread <json>", "a file with one thread: {turns: [{role, content}], metadata?}")
   .option("--threads <jsonl>", "a JSONL file of threads, streamed in batches")
   .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")
   .option("--batch <n>", "threads per request", (v) => Number.parseInt(v, 10), 256)
-  .action(async (key: string, opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number }) => {
+  .action(async (ref: string, opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number }) => {
     if (!opts.thread === !opts.threads) fail(new Error("pass exactly one of --thread <file> or --threads <jsonl>"), opts);
+    const { key, version } = parseRef(ref, opts);
     await run(opts, async () => {
       if (opts.thread) {
         const thread = JSON.parse(await readFile(opts.thread, "utf8"));
-        const res = await client(opts).graders.grade({ graderKey: key, thread });
+        const res = await client(opts).graders.grade({ graderKey: key, thread, version });
         return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
       }
       const summary = await gradeFile(client(opts), key, {
@@ -258,6 +313,7 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
         out: opts.out,
         batch: opts.batch,
         quiet: !!opts.json,
+        version,
       });
       const line = opts.json
         ? JSON.stringify({ summary })

@@ -1,5 +1,6 @@
 // The web console: the SDK in the browser. The API key lives in sessionStorage only.
 
+import { createTwoFilesPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import typescript from "highlight.js/lib/languages/typescript";
 import { APIError, Gradebox, type GradeResult, type Grader, GraderValidationError, type WireThread } from "../sdk/index.ts";
@@ -79,7 +80,7 @@ async function open(key: string): Promise<void> {
   $("#detail").hidden = false;
   $("#detail-key").textContent = g.key;
   $("#detail-meta").textContent =
-    `${g.kind}${g.locked ? " · locked" : ""}${g.quarantinedAt ? " · quarantined" : ""} · ${g.description || "no description"}`;
+    `${g.kind} · version ${g.version}${g.locked ? " · locked" : ""}${g.quarantinedAt ? " · quarantined" : ""} · ${g.description || "no description"}`;
   $("#detail-warnings").replaceChildren(
     ...g.warnings.map((w) => {
       const li = document.createElement("li");
@@ -89,23 +90,119 @@ async function open(key: string): Promise<void> {
   );
   $("#lock").textContent = g.locked ? "Unlock" : "Lock";
   $("#lock").dataset.locked = String(g.locked);
-  const source = g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey} × ${p.weight}`).join("\n");
+  const source =
+    g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
   renderSource($("#source"), source);
+  $("#edit").hidden = g.kind !== "function";
+  $("#versions-panel").hidden = g.kind !== "function";
+  $("#diff").textContent = "";
+  if (g.kind === "function") await showVersions(g.key, g.version);
   await refresh();
 }
 
-async function create(): Promise<void> {
+/** The versions table (restore any but the current one) and the two diff pickers. */
+async function showVersions(key: string, current: number): Promise<void> {
+  if (!client) return;
+  const versions = await client.graders.versions.list({ graderKey: key });
+  $("#versions tbody").replaceChildren(
+    ...versions.map((v) => {
+      const tr = document.createElement("tr");
+      tr.dataset.version = String(v.version);
+      if (v.version === current) tr.className = "selected";
+      for (const text of [
+        `${v.version}${v.version === current ? " (current)" : ""}`,
+        v.createdAt.slice(0, 19).replace("T", " "),
+        v.sourceSha256.slice(0, 12),
+        v.description,
+      ]) {
+        const td = document.createElement("td");
+        td.textContent = text;
+        tr.append(td);
+      }
+      const td = document.createElement("td");
+      if (v.version !== current) {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.textContent = "Restore";
+        button.addEventListener("click", () => void restore(key, v.version));
+        td.append(button);
+      }
+      tr.append(td);
+      return tr;
+    }),
+  );
+  for (const [id, pick] of [
+    ["#diff-from", Math.max(1, current - 1)],
+    ["#diff-to", current],
+  ] as const) {
+    const select = $<HTMLSelectElement>(id);
+    select.replaceChildren(
+      ...versions.map((v) => {
+        const option = document.createElement("option");
+        option.value = String(v.version);
+        option.textContent = String(v.version);
+        option.selected = v.version === pick;
+        return option;
+      }),
+    );
+  }
+}
+
+async function restore(key: string, version: number): Promise<void> {
+  if (!client) return;
+  try {
+    const g = await client.graders.versions.restore({ graderKey: key, version });
+    status(`restored version ${version} of ${key} as version ${g.version}`, true);
+    await open(key);
+  } catch (error) {
+    status(`cannot restore: ${errorText(error)}`);
+  }
+}
+
+async function showDiff(): Promise<void> {
+  if (!client || !selected) return;
+  const key = selected;
+  try {
+    const [from, to] = await Promise.all(
+      ["#diff-from", "#diff-to"].map((id) =>
+        client?.graders.versions.get({ graderKey: key, version: Number($<HTMLSelectElement>(id).value) }),
+      ),
+    );
+    if (!from || !to) return;
+    $("#diff").textContent = createTwoFilesPatch(`${key}@${from.version}`, `${key}@${to.version}`, from.source, to.source);
+  } catch (error) {
+    status(errorText(error));
+  }
+}
+
+/** Shows the create panel: empty for a new grader, or holding a grader's source to save as its next version. */
+function showEditor(update?: { key: string; source: string; description: string }): void {
+  $("#detail").hidden = true;
+  $("#create").hidden = false;
+  $("#create-error").hidden = true;
+  $<HTMLInputElement>("#create-key").value = update?.key ?? "";
+  $<HTMLInputElement>("#create-key").readOnly = !!update;
+  $<HTMLInputElement>("#create-description").value = update?.description ?? "";
+  if (update) $<HTMLTextAreaElement>("#create-source").value = update.source;
+  $("#create h2").textContent = update ? `New version of ${update.key}` : "New grader";
+  $("#create-submit").hidden = !!update;
+  $("#update-submit").hidden = !update;
+}
+
+async function create(mode: "create" | "update"): Promise<void> {
   if (!client) return;
   const source = $<HTMLTextAreaElement>("#create-source").value;
   const box = $("#create-error");
   try {
-    const g = await client.graders.create.function({
-      key: $<HTMLInputElement>("#create-key").value.trim(),
-      source,
-      description: $<HTMLInputElement>("#create-description").value,
-    });
+    const key = $<HTMLInputElement>("#create-key").value.trim();
+    const description = $<HTMLInputElement>("#create-description").value;
+    const g =
+      mode === "create"
+        ? await client.graders.create.function({ key, source, description })
+        : await client.graders.update({ graderKey: key, source, description });
     box.hidden = true;
-    status(`created ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}`, true);
+    const what = mode === "create" ? "created" : `saved version ${g.version} of`;
+    status(`${what} ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}`, true);
     await open(g.key);
   } catch (error) {
     box.hidden = false;
@@ -157,7 +254,8 @@ async function runTest(): Promise<void> {
       results = (await client.graders.validate({ source: $<HTMLTextAreaElement>("#create-source").value, threads })).results ?? [];
     } else {
       if (!selected) throw new Error("select a grader in the list first");
-      results = (await client.graders.gradeBatch({ graderKey: selected, threads })).results;
+      const pinned = $<HTMLInputElement>("#test-version").value.trim();
+      results = (await client.graders.gradeBatch({ graderKey: selected, threads, version: pinned ? Number(pinned) : undefined })).results;
     }
     body.replaceChildren(
       ...results.map((r, i) => {
@@ -183,11 +281,15 @@ $("#connect").addEventListener("submit", (e) => {
   e.preventDefault();
   connect($<HTMLInputElement>("#api-key").value.trim()).catch((error) => status(errorText(error)));
 });
-$("#new-grader").addEventListener("click", () => {
-  $("#detail").hidden = true;
-  $("#create").hidden = false;
+$("#new-grader").addEventListener("click", () => showEditor());
+$("#create-submit").addEventListener("click", () => void create("create"));
+$("#update-submit").addEventListener("click", () => void create("update"));
+$("#edit").addEventListener("click", async () => {
+  if (!client || !selected) return;
+  const g = await client.graders.get({ graderKey: selected });
+  showEditor({ key: g.key, source: g.source ?? "", description: g.description });
 });
-$("#create-submit").addEventListener("click", () => void create());
+$("#diff-run").addEventListener("click", () => void showDiff());
 $("#lock").addEventListener("click", async () => {
   if (!client || !selected) return;
   try {

@@ -14,6 +14,8 @@ interface FunctionCandidate {
   statement: ts.Statement;
   /** true when the candidate is a `grade` binding whose value is not a function */
   notAFunction?: boolean;
+  /** the candidate is the module's default export */
+  isDefault?: boolean;
 }
 
 export interface Analysis {
@@ -101,7 +103,8 @@ function topLevelFunctions(sf: ts.SourceFile): FunctionCandidate[] {
   const found: FunctionCandidate[] = [];
   for (const statement of sf.statements) {
     if (ts.isFunctionDeclaration(statement) && statement.body) {
-      found.push({ name: statement.name?.text, node: statement, statement });
+      const isDefault = hasModifier(statement, ts.SyntaxKind.ExportKeyword) && hasModifier(statement, ts.SyntaxKind.DefaultKeyword);
+      found.push({ name: statement.name?.text, node: statement, statement, isDefault });
     } else if (ts.isVariableStatement(statement)) {
       for (const decl of statement.declarationList.declarations) {
         if (!ts.isIdentifier(decl.name)) continue;
@@ -114,10 +117,54 @@ function topLevelFunctions(sf: ts.SourceFile): FunctionCandidate[] {
       if (isFunctionExpr(expr)) found.push({ name: undefined, node: expr, statement });
     } else if (ts.isExportAssignment(statement) && !statement.isExportEquals) {
       const expr = unwrap(statement.expression);
-      if (isFunctionExpr(expr)) found.push({ name: undefined, node: expr, statement });
+      if (isFunctionExpr(expr)) found.push({ name: undefined, node: expr, statement, isDefault: true });
     }
   }
   return found;
+}
+
+const DEFAULT_HINT = "export default the async grading function, e.g. `export default async function (thread) { … }`";
+
+/**
+ * The default export, when there is one: `export default [async] function [name](…)`,
+ * `export default <function or arrow>`, `export default name` or `export { name as default }`
+ * where name is a top-level function. Anything else exported as default is a structure failure.
+ */
+function defaultExport(sf: ts.SourceFile, functions: FunctionCandidate[]): FunctionCandidate | CheckFailure | undefined {
+  const byName = (statement: ts.Node, ref: ts.Identifier): FunctionCandidate | CheckFailure => {
+    const target = functions.find((f) => f.name === ref.text && !f.notAFunction);
+    if (target) return { ...target, isDefault: true };
+    return {
+      check: "structure",
+      message: `the default export ${ref.text} is not a top-level function: ${DEFAULT_HINT}, or export default the name of one`,
+      ...position(sf, statement),
+    };
+  };
+  for (const statement of sf.statements) {
+    if (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) {
+      if (!hasModifier(statement, ts.SyntaxKind.ExportKeyword) || !hasModifier(statement, ts.SyntaxKind.DefaultKeyword)) continue;
+      const found = functions.find((f) => f.statement === statement);
+      if (found) return found;
+      if (ts.isClassDeclaration(statement)) {
+        return { check: "structure", message: `the default export is not a function: ${DEFAULT_HINT}`, ...position(sf, statement) };
+      }
+    } else if (ts.isExportAssignment(statement) && !statement.isExportEquals) {
+      const found = functions.find((f) => f.statement === statement);
+      if (found) return found;
+      const expr = unwrap(statement.expression);
+      if (expr && ts.isIdentifier(expr)) return byName(statement, expr);
+      return { check: "structure", message: `the default export is not a function: ${DEFAULT_HINT}`, ...position(sf, statement) };
+    } else if (ts.isExportDeclaration(statement) && !statement.moduleSpecifier && !statement.isTypeOnly) {
+      const clause = statement.exportClause;
+      if (!clause || !ts.isNamedExports(clause)) continue;
+      for (const element of clause.elements) {
+        if (element.isTypeOnly || element.name.text !== "default") continue;
+        const local = element.propertyName ?? element.name;
+        if (ts.isIdentifier(local)) return byName(statement, local);
+      }
+    }
+  }
+  return undefined;
 }
 
 function findNestedGrade(sf: ts.SourceFile): ts.Node | undefined {
@@ -150,16 +197,78 @@ function signatureWarnings(sf: ts.SourceFile, fn: ts.FunctionLikeDeclaration): s
         : `the parameter of grade is annotated ${param}, not StringThread`,
     );
   }
-  const ret = typeText(sf, fn.type);
-  if (ret !== "number" && ret !== "Promise<number>") {
+  if (!fn.type || !isResultType(fn.type)) {
     warnings.push(
-      ret === undefined
-        ? "the return type of grade is not annotated; annotate it as Promise<number>"
-        : `the return type of grade is ${ret}, not Promise<number>`,
+      fn.type === undefined
+        ? "the return type of grade is not annotated; annotate it as Promise<number> or Promise<GradeScore>"
+        : `the return type of grade is ${typeText(sf, fn.type)}, not Promise<number>`,
     );
   }
   return warnings;
 }
+
+// The documented return types: a number or a result ({score | reward, reason?, metadata?,
+// subscores?}, by name or spelled out as an object type), a union of them, or a Promise of one.
+const RESULT_TYPE_NAMES = new Set(["GradeScore", "RewardScore", "GraderOutput", "Combined"]);
+const RESULT_KEYS = new Set(["score", "reward", "reason", "metadata", "subscores"]);
+
+function stripParens(type: ts.TypeNode): ts.TypeNode {
+  let t = type;
+  while (ts.isParenthesizedTypeNode(t)) t = t.type;
+  return t;
+}
+
+function everyMember(type: ts.TypeNode, ok: (t: ts.TypeNode) => boolean): boolean {
+  const t = stripParens(type);
+  return ts.isUnionTypeNode(t) ? t.types.every((m) => everyMember(m, ok)) : ok(t);
+}
+
+const isNumberType = (type: ts.TypeNode): boolean =>
+  everyMember(type, (t) => {
+    if (t.kind === ts.SyntaxKind.NumberKeyword) return true;
+    if (!ts.isLiteralTypeNode(t)) return false;
+    const lit = t.literal;
+    return ts.isNumericLiteral(lit) || (ts.isPrefixUnaryExpression(lit) && ts.isNumericLiteral(lit.operand));
+  });
+
+const isStringType = (type: ts.TypeNode): boolean =>
+  everyMember(type, (t) => t.kind === ts.SyntaxKind.StringKeyword || (ts.isLiteralTypeNode(t) && ts.isStringLiteral(t.literal)));
+
+function isResultObject(t: ts.TypeNode): boolean {
+  if (!ts.isTypeLiteralNode(t)) return false;
+  let scored = false;
+  for (const member of t.members) {
+    if (!ts.isPropertySignature(member) || !(ts.isIdentifier(member.name) || ts.isStringLiteral(member.name))) return false;
+    const key = member.name.text;
+    if (!RESULT_KEYS.has(key)) return false;
+    if (key === "score" || key === "reward") {
+      if (!member.type || !isNumberType(member.type)) return false;
+      if (!member.questionToken) scored = true;
+    } else if (key === "reason" && member.type && !isStringType(member.type)) {
+      return false;
+    }
+  }
+  return scored;
+}
+
+/** number, a result, or a union of them (no Promise). */
+const isScoreType = (type: ts.TypeNode): boolean =>
+  everyMember(
+    type,
+    (t) =>
+      isNumberType(t) ||
+      isResultObject(t) ||
+      (ts.isTypeReferenceNode(t) && ts.isIdentifier(t.typeName) && RESULT_TYPE_NAMES.has(t.typeName.text) && !t.typeArguments),
+  );
+
+/** A score type, a Promise of one, or a union of those. */
+const isResultType = (type: ts.TypeNode): boolean =>
+  everyMember(type, (t) => {
+    if (ts.isTypeReferenceNode(t) && ts.isIdentifier(t.typeName) && t.typeName.text === "Promise") {
+      return t.typeArguments?.length === 1 && isScoreType(t.typeArguments[0]);
+    }
+    return isScoreType(t);
+  });
 
 /** Edits that bind an anonymous entry point to a name, keeping every other line where it was. */
 function bindAnonymous(source: string, sf: ts.SourceFile, candidate: FunctionCandidate): string {
@@ -200,9 +309,14 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   if (forbidden) return forbidden;
 
   const functions = topLevelFunctions(sf);
+  const exported = defaultExport(sf, functions);
+  if (exported && "check" in exported) return exported;
   const named = functions.filter((f) => f.name === "grade");
   let entry: FunctionCandidate;
-  if (named.length > 0) {
+  if (exported) {
+    // the default export is the entry point, whatever helpers (even one called grade) sit beside it
+    entry = exported;
+  } else if (named.length > 0) {
     entry = named[0];
     if (entry.notAFunction) {
       return {
@@ -220,12 +334,16 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   } else if (functions.length === 1) {
     entry = functions[0];
   } else if (functions.length === 0) {
-    return { check: "structure", message: "no top-level function found: define `async function grade(thread) { … }`" };
+    return {
+      check: "structure",
+      message:
+        "no top-level function found: define `async function grade(thread) { … }` (or `export default async function (thread) { … }`)",
+    };
   } else {
     const names = functions.map((f) => f.name ?? "(anonymous)").join(", ");
     return {
       check: "structure",
-      message: `found ${functions.length} top-level functions (${names}) and none is named grade: name the entry point grade`,
+      message: `found ${functions.length} top-level functions (${names}) and none is named grade: name the entry point grade, or mark it \`export default\``,
     };
   }
 
@@ -233,7 +351,9 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   if (!isAsync(entry.node)) {
     return {
       check: "structure",
-      message: `${entry.name === "grade" ? "grade" : label} must be async: write \`async function grade(thread)\` (sync graders are rejected)`,
+      message: entry.isDefault
+        ? `the default export${entry.name ? ` ${entry.name}` : ""} must be async: write \`export default async function (thread)\` (sync graders are rejected)`
+        : `${entry.name === "grade" ? "grade" : label} must be async: write \`async function grade(thread)\` (sync graders are rejected)`,
       ...position(sf, entry.node),
     };
   }

@@ -388,7 +388,13 @@ export class Engine {
       if ("error" in mock) {
         return {
           ok: false,
-          failure: { check: "test_run", message: `grade(mock thread) failed with ${mock.error.code}: ${mock.error.message}` },
+          failure: {
+            check: "test_run",
+            message:
+              `grade failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
+              'The sample thread\'s metadata is {}: guard reads of it (`thread.metadata.expected ?? ""`); to see how it grades real samples, ' +
+              "validate it with your own threads (`gradebox test FILE --threads samples.jsonl`)",
+          },
         };
       }
       return { ok: true, compiled: built.compiled, warnings: analysis.warnings };

@@ -13,8 +13,11 @@ import type {
   Grader,
   GraderPage,
   GraderSourceInput,
+  GraderVersion,
+  GraderVersionWithSource,
   GraderWithSource,
   ThreadInput,
+  UpdateFunctionParams,
   ValidateResponse,
 } from "./types.ts";
 
@@ -214,16 +217,49 @@ export class Graders {
     await this.client.request("DELETE", this.keyPath(graderKey), { retry: true });
   }
 
-  /** Grades one thread; a grader failure throws GraderRuntimeError with its code. */
-  grade({ graderKey, thread }: { graderKey: string; thread: ThreadInput }): Promise<GradeResponse> {
-    return this.client.request("POST", this.keyPath(graderKey, "/grade"), { body: { thread: toWire(thread) }, retry: true });
-  }
-
-  /** Grades many threads in one request; results come back in input order, each a score or an error. */
-  gradeBatch({ graderKey, threads }: { graderKey: string; threads: ThreadInput[] }): Promise<GradeBatchResponse> {
-    return this.client.request("POST", this.keyPath(graderKey, "/grade-batch"), {
-      body: { threads: threads.map(toWire) },
+  /** Grades one thread (with `version`, that stored version); a grader failure throws GraderRuntimeError with its code. */
+  grade({ graderKey, thread, version }: { graderKey: string; thread: ThreadInput; version?: number }): Promise<GradeResponse> {
+    return this.client.request("POST", this.keyPath(graderKey, "/grade"), {
+      body: { thread: toWire(thread), ...(version === undefined ? {} : { version }) },
       retry: true,
     });
   }
+
+  /** Grades many threads in one request; results come back in input order, each a score or an error. */
+  gradeBatch({
+    graderKey,
+    threads,
+    version,
+  }: {
+    graderKey: string;
+    threads: ThreadInput[];
+    version?: number;
+  }): Promise<GradeBatchResponse> {
+    return this.client.request("POST", this.keyPath(graderKey, "/grade-batch"), {
+      body: { threads: threads.map(toWire), ...(version === undefined ? {} : { version }) },
+      retry: true,
+    });
+  }
+
+  /**
+   * Checks a new source and stores it as the grader's next version, which becomes current;
+   * nothing changes when a check fails (BadRequest/ValidationError) or the grader is locked (ConflictError).
+   */
+  async update(params: UpdateFunctionParams): Promise<GraderWithSource> {
+    const source = await readSource(params);
+    return this.client.request("PUT", this.keyPath(params.graderKey), {
+      body: { source, ...(params.description === undefined ? {} : { description: params.description }) },
+      retry: false,
+    });
+  }
+
+  /** A grader's stored versions: `list`, `get` (with its source) and `restore` (a new version with an old source). */
+  readonly versions = {
+    list: async ({ graderKey }: { graderKey: string }): Promise<GraderVersion[]> =>
+      (await this.client.request<{ data: GraderVersion[] }>("GET", this.keyPath(graderKey, "/versions"), { retry: true })).data,
+    get: ({ graderKey, version }: { graderKey: string; version: number }): Promise<GraderVersionWithSource> =>
+      this.client.request("GET", this.keyPath(graderKey, `/versions/${version}`), { retry: true }),
+    restore: ({ graderKey, version }: { graderKey: string; version: number }): Promise<GraderWithSource> =>
+      this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false }),
+  };
 }

@@ -10,6 +10,8 @@ export interface Grader {
   project: string;
   key: string;
   kind: "function" | "combined";
+  /** the current version: every update stores a new one */
+  version: number;
   /** combined graders only */
   mode?: CombineMode;
   description: string;
@@ -27,7 +29,18 @@ export interface Grader {
 /** One grader in full: a function grader's source, or a combined grader's parts. */
 export interface GraderWithSource extends Grader {
   source?: string;
-  parts?: Array<{ graderKey: string; name: string; weight: number }>;
+  parts?: Array<{ graderKey: string; name: string; weight: number; version: number; pinned: boolean }>;
+}
+/** One stored version of a function grader. */
+export interface GraderVersion {
+  version: number;
+  description: string;
+  sourceSha256: string;
+  warnings: string[];
+  createdAt: string;
+}
+export interface GraderVersionWithSource extends GraderVersion {
+  source: string;
 }
 export interface GraderPage {
   data: Grader[];
@@ -44,10 +57,14 @@ export interface GradeScore {
 export type GradeResult = GradeScore | { error: { code: GradeErrorCode; message: string } };
 export interface GradeResponse extends GradeScore {
   durationMs: number;
+  /** the version that graded it */
+  version: number;
 }
 export interface GradeBatchResponse {
   results: GradeResult[];
   durationMs: number;
+  /** the version that graded them */
+  version: number;
 }
 export interface ValidateResponse {
   valid: true;
@@ -56,17 +73,26 @@ export interface ValidateResponse {
 }
 
 export type ThreadInput = StringThread | WireThread;
+/** A GradeScore under its other name: `combine` returns `{reward, subscores}`, which a grader may return as it is. */
+export type RewardScore = Omit<GradeScore, "score"> & { reward: number };
+/** What a grader's Promise may resolve to: a number, a GradeScore or a RewardScore. */
+export type GraderOutput = number | GradeScore | RewardScore;
+/** A grader function, as `fn` takes it: async, as the server requires (a sync one fails the structure check). */
+export type GraderFunction = (thread: StringThread) => Promise<GraderOutput>;
 /** Exactly one of fn, source or file. */
 export type GraderSourceInput =
-  | { fn: (thread: StringThread) => Promise<number>; source?: never; file?: never }
+  | { fn: GraderFunction; source?: never; file?: never }
   | { source: string; fn?: never; file?: never }
   | { file: string; fn?: never; source?: never };
 export type CreateFunctionParams = GraderSourceInput & { key: string; description?: string };
+/** A new source for a stored function grader; `description` keeps the current one when absent. */
+export type UpdateFunctionParams = GraderSourceInput & { graderKey: string; description?: string };
 export interface CreateCombinedParams {
   key: string;
   /** weighted = combine (positive weights normalized), any = max, all = min */
   mode: CombineMode;
-  graders: Array<{ graderKey: string; weight?: number; name?: string }>;
+  /** `version` pins a part; without it the part follows its current version */
+  graders: Array<{ graderKey: string; weight?: number; name?: string; version?: number }>;
   description?: string;
 }
 export type { Check, GradeErrorCode, WireThread };

@@ -23,7 +23,7 @@ import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Metrics } from "./metrics.ts";
 import { graderRoutes } from "./routes/graders.ts";
-import type { Store } from "./store.ts";
+import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
 
 export interface AppOptions {
@@ -201,7 +201,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     try {
-      if (store.recordFault(graderId, reason)) {
+      if (store.recordFault(graderIdOf(graderId), reason)) {
         metrics.quarantines.inc();
         app.log.warn({ graderId, reason }, "grader quarantined");
       }

@@ -5,7 +5,7 @@ import type { GradeOutcome } from "../sandbox/checks.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
-import type { CombineMode, ResolvedPart } from "./store.ts";
+import { type CombineMode, type ResolvedPart, sandboxId } from "./store.ts";
 
 function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
   const metadata = { ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...outcome.metadata };
@@ -19,7 +19,9 @@ export async function gradeCombined(
   parts: ResolvedPart[],
   threads: readonly WireThread[],
 ): Promise<GradeOutcome[]> {
-  const perPart = await Promise.all(parts.map((p) => pool.gradeBatch({ id: p.id, project, compiled: p.compiled }, threads)));
+  const perPart = await Promise.all(
+    parts.map((p) => pool.gradeBatch({ id: sandboxId(p.id, p.version), project, compiled: p.compiled }, threads)),
+  );
   return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
     const subscores: SubScore[] = [];
     for (const [k, part] of parts.entries()) {

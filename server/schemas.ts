@@ -13,11 +13,13 @@ export const GraderParams = ProjectParams.extend({ graderKey: z.string().regex(N
 export const GraderKey = z.string().regex(NAME, `key ${nameMessage}`);
 const noNul = (what: string) => [(s: string) => !s.includes("\u0000"), `${what} must not contain NUL characters`] as const;
 export const Source = z.string().refine(...noNul("source"));
-export const Description = z
+const DescriptionText = z
   .string()
   .max(2000, "description is at most 2000 characters")
-  .refine(...noNul("description"))
-  .default("");
+  .refine(...noNul("description"));
+export const Description = DescriptionText.default("");
+/** On an update: absent keeps the current description. */
+export const DescriptionUpdate = DescriptionText.optional();
 
 /** Levels of objects and arrays a thread's metadata may nest, the metadata object itself included. */
 export const MAX_METADATA_DEPTH = 64;
@@ -66,12 +68,23 @@ export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
 }
 
 export const CombineMode = z.enum(["weighted", "any", "all"]);
-export const PartOut = z.object({ graderKey: z.string(), name: z.string(), weight: z.number() });
+export const PartOut = z.object({
+  graderKey: z.string(),
+  name: z.string(),
+  weight: z.number(),
+  /** the version the part grades with */
+  version: z.number(),
+  /** true when the part stays on `version`; false when it follows the part's current version */
+  pinned: z.boolean(),
+});
+export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
 
 export const Grader = z.object({
   project: z.string(),
   key: z.string(),
   kind: z.enum(["function", "combined"]),
+  /** the current version: every update stores a new one */
+  version: z.number(),
   mode: CombineMode.optional(),
   description: z.string(),
   locked: z.boolean(),
@@ -110,3 +123,13 @@ export const Problem = z
     column: z.number().optional(),
   })
   .passthrough();
+
+/** One stored version of a function grader (its source only in GraderVersionDetail). */
+export const GraderVersion = z.object({
+  version: z.number(),
+  description: z.string(),
+  sourceSha256: z.string(),
+  warnings: z.array(z.string()),
+  createdAt: z.string(),
+});
+export const GraderVersionDetail = GraderVersion.extend({ source: z.string() });

@@ -15,12 +15,29 @@ export interface Part {
   graderKey: string;
   name: string;
   weight: number;
+  /** pin the part to this version; absent: follow the part's current version */
+  version?: number;
 }
 /** A part with what grading it needs. */
 export interface ResolvedPart extends Part {
   id: string;
+  /** the version it grades with: pinned, or the part's current one */
+  version: number;
+  /** set when the part is pinned to `version` */
+  pinned: boolean;
   compiled: string;
   quarantinedAt: string | null;
+}
+
+/** One stored version of a function grader. */
+export interface GraderVersion {
+  version: number;
+  description: string;
+  sourceSha256: string;
+  warnings: string[];
+  createdAt: string;
+  source: string;
+  compiled: string;
 }
 
 export interface GraderRow {
@@ -28,6 +45,8 @@ export interface GraderRow {
   project: string;
   key: string;
   kind: "function" | "combined";
+  /** the current version (1 for a combined grader) */
+  version: number;
   /** combined graders only */
   mode?: CombineMode;
   parts?: ResolvedPart[];
@@ -64,6 +83,7 @@ interface Raw {
   created_at: string;
   updated_at: string;
   mode: CombineMode | null;
+  version: number;
   quarantined_at: string | null;
   recent_faults: number;
 }
@@ -74,6 +94,7 @@ function fromRaw(r: Raw): GraderRow {
     project: r.project,
     key: r.key,
     kind: r.kind as GraderRow["kind"],
+    version: r.version,
     ...(r.mode ? { mode: r.mode } : {}),
     description: r.description,
     source: r.source,
@@ -90,6 +111,16 @@ function fromRaw(r: Raw): GraderRow {
 
 const SELECT_GRADER = `SELECT g.*, (SELECT count(*) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > @since) AS recent_faults FROM graders g`;
 const since = () => new Date(Date.now() - FAULT_WINDOW_MS).toISOString();
+
+/**
+ * The sandbox's name for one version of one grader: isolates are never shared across versions,
+ * and a grader's fault is its own whatever version ran.
+ */
+export const sandboxId = (graderId: string, version: number) => `${graderId}@${version}`;
+export const graderIdOf = (id: string) => id.split("@")[0];
+
+const lockedError = (key: string, doing: string) =>
+  new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before ${doing} it`);
 
 export const graderExists = (project: string, key: string) =>
   new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
@@ -132,8 +163,8 @@ export class Store {
     this.keys = new Keys(this.db);
     this.stmts = {
       insert: this.db.prepare(
-        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
-         VALUES (@id, @project, @key, 'function', @description, @source, @compiled, @sourceSha256, 0, @warnings, @now, @now)`,
+        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, version)
+         VALUES (@id, @project, @key, 'function', @description, @source, @compiled, @sourceSha256, 0, @warnings, @now, @now, @version)`,
       ),
       get: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key = @key`),
       list: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key > @cursor ORDER BY g.key LIMIT @limit`),
@@ -148,11 +179,28 @@ export class Store {
         `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
          VALUES (@id, @project, @key, 'combined', @mode, @description, '', '', '', 0, '[]', @now, @now)`,
       ),
-      insertPart: this.db.prepare("INSERT INTO grader_parts (combined_id, position, part_id, name, weight) VALUES (?, ?, ?, ?, ?)"),
+      insertPart: this.db.prepare(
+        "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
       parts: this.db.prepare(
-        `SELECT g.id, g.key AS graderKey, g.compiled, g.quarantined_at AS quarantinedAt, p.name, p.weight FROM grader_parts p JOIN graders g ON g.id = p.part_id
+        `SELECT g.id, g.key AS graderKey, coalesce(p.part_version, g.version) AS version, p.part_version IS NOT NULL AS pinned,
+                coalesce(v.compiled, g.compiled) AS compiled, g.quarantined_at AS quarantinedAt, p.name, p.weight
+         FROM grader_parts p JOIN graders g ON g.id = p.part_id
+         LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
          WHERE p.combined_id = ? ORDER BY p.position`,
       ),
+      insertVersion: this.db.prepare(
+        `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, created_at)
+         VALUES (@id, @version, @description, @source, @compiled, @sourceSha256, @warnings, @now)`,
+      ),
+      setCurrent: this.db.prepare(
+        `UPDATE graders SET version = @version, description = @description, source = @source, compiled = @compiled,
+                source_sha256 = @sourceSha256, warnings = @warnings, updated_at = @now WHERE id = @id`,
+      ),
+      versions: this.db.prepare(
+        "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
+      ),
+      version: this.db.prepare("SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?"),
       usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
     };
   }
@@ -173,7 +221,13 @@ export class Store {
         if (row.kind !== "function") {
           throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" is a ${row.kind} grader; parts must be function graders`);
         }
-        this.stmts.insertPart.run(id, position, row.id, part.name, part.weight);
+        if (part.version !== undefined && !this.stmts.version.get(row.id, part.version)) {
+          throw new AppError(
+            "INVALID_COMPONENT",
+            `part "${part.graderKey}" has no version ${part.version} (it is at version ${row.version})`,
+          );
+        }
+        this.stmts.insertPart.run(id, position, row.id, part.name, part.weight, part.version ?? null);
       });
     })();
     return this.get(g.project, g.key) as GraderRow;
@@ -182,7 +236,11 @@ export class Store {
   insert(g: NewGrader): GraderRow {
     const id = randomUUID();
     try {
-      this.stmts.insert.run({ ...g, id, warnings: JSON.stringify(g.warnings), now: new Date().toISOString() });
+      this.db.transaction(() => {
+        const values = { ...g, id, version: 1, warnings: JSON.stringify(g.warnings), now: new Date().toISOString() };
+        this.stmts.insert.run(values);
+        this.stmts.insertVersion.run(values);
+      })();
     } catch (error) {
       if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
         throw graderExists(g.project, g.key);
@@ -196,7 +254,10 @@ export class Store {
     const raw = this.stmts.get.get({ project, key, since: since() }) as Raw | undefined;
     if (!raw) return undefined;
     const row = fromRaw(raw);
-    if (row.kind === "combined") row.parts = this.stmts.parts.all(row.id) as ResolvedPart[];
+    if (row.kind === "combined") {
+      const raws = this.stmts.parts.all(row.id) as Array<Omit<ResolvedPart, "pinned"> & { pinned: number }>;
+      row.parts = raws.map((p) => ({ ...p, pinned: p.pinned === 1 }));
+    }
     return row;
   }
 
@@ -217,13 +278,85 @@ export class Store {
     return this.mustGet(project, key);
   }
 
-  /** Deletes a grader; returns its id (its warm isolates are to be disposed). */
-  delete(project: string, key: string): { id: string } {
+  /**
+   * Stores a new version of a function grader and makes it current, in one transaction; a
+   * locked grader refuses. `expected` guards against a concurrent update: the version the
+   * caller validated against must still be current.
+   */
+  update(project: string, key: string, next: Omit<NewGrader, "project" | "key">, expected?: number): GraderRow {
+    this.db.transaction(() => {
+      const row = this.mustGet(project, key);
+      if (row.locked) throw lockedError(key, "updating");
+      if (row.kind !== "function") {
+        throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders take a new source`);
+      }
+      if (expected !== undefined && row.version !== expected) {
+        throw new AppError("GRADER_CONFLICT", `grader "${key}" changed to version ${row.version} while this update was checked; try again`);
+      }
+      const values = {
+        ...next,
+        id: row.id,
+        version: row.version + 1,
+        warnings: JSON.stringify(next.warnings),
+        now: new Date().toISOString(),
+      };
+      this.stmts.insertVersion.run(values);
+      this.stmts.setCurrent.run(values);
+    })();
+    return this.mustGet(project, key);
+  }
+
+  versions(project: string, key: string): Array<Omit<GraderVersion, "source" | "compiled">> {
+    const row = this.mustGet(project, key);
+    const raws = this.stmts.versions.all(row.id) as Array<{
+      version: number;
+      description: string;
+      source_sha256: string;
+      warnings: string;
+      created_at: string;
+    }>;
+    return raws.map((r) => ({
+      version: r.version,
+      description: r.description,
+      sourceSha256: r.source_sha256,
+      warnings: JSON.parse(r.warnings) as string[],
+      createdAt: r.created_at,
+    }));
+  }
+
+  mustGetVersion(project: string, key: string, version: number): GraderVersion & { graderId: string } {
+    const row = this.mustGet(project, key);
+    const r = this.stmts.version.get(row.id, version) as
+      | {
+          version: number;
+          description: string;
+          source: string;
+          compiled: string;
+          source_sha256: string;
+          warnings: string;
+          created_at: string;
+        }
+      | undefined;
+    if (!r) {
+      throw new AppError("VERSION_NOT_FOUND", `grader "${key}" has no version ${version}; its versions are 1 to ${row.version}`);
+    }
+    return {
+      graderId: row.id,
+      version: r.version,
+      description: r.description,
+      source: r.source,
+      compiled: r.compiled,
+      sourceSha256: r.source_sha256,
+      warnings: JSON.parse(r.warnings) as string[],
+      createdAt: r.created_at,
+    };
+  }
+
+  /** Deletes a grader; returns the sandbox ids of its versions (their warm isolates are to be disposed). */
+  delete(project: string, key: string): { ids: string[] } {
     return this.db.transaction(() => {
       const row = this.mustGet(project, key);
-      if (row.locked) {
-        throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before deleting it`);
-      }
+      if (row.locked) throw lockedError(key, "deleting");
       const users = (this.stmts.usedBy.all(row.id) as { key: string }[]).map((r) => r.key);
       if (users.length > 0) {
         throw new AppError("GRADER_IN_USE", `grader "${key}" is a part of ${users.map((u) => `"${u}"`).join(", ")}; delete those first`, {
@@ -231,7 +364,7 @@ export class Store {
         });
       }
       this.stmts.delete.run(project, key);
-      return { id: row.id };
+      return { ids: Array.from({ length: row.version }, (_, i) => sandboxId(row.id, i + 1)) };
     })();
   }
 

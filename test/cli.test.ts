@@ -117,3 +117,28 @@ test("flags override the environment, and a wrong key is a clear error", async (
   const failed = await runFail("ls", "--api-key", "gbx_wrong");
   assert.match(failed.stderr, /401 UNAUTHORIZED/);
 });
+
+test("push on an existing key stores a new version and says so; versions, diff and grade key@n", async () => {
+  const file = join(dir, "ver.ts");
+  writeFileSync(file, "async function grade(t) {\n  return 0.25;\n}\n");
+  assert.match((await run("push", file, "--key", "ver", "--description", "v1")).stdout, /✓ created ver \(version 1\)/);
+  writeFileSync(file, "async function grade(t) {\n  const half = 0.5;\n  return half;\n}\n");
+  assert.match((await run("push", file, "--key", "ver")).stdout, /✓ updated ver to version 2/);
+
+  const listed = (await run("versions", "ver")).stdout.trimEnd().split("\n");
+  assert.equal(listed.length, 2);
+  assert.match(listed[0], /^ {2} {3}1 .* v1$/);
+  assert.match(listed[1], /^\* {4}2 .* v1$/, "the current version is starred; the description was kept");
+
+  const { stdout: patch } = await run("diff", "ver@1", "ver@2");
+  assert.match(patch, /^--- ver@1\n\+\+\+ ver@2\n/m);
+  assert.match(patch, /^- {2}return 0\.25;$/m);
+  assert.match(patch, /^\+ {2}const half = 0\.5;$/m);
+  assert.match((await run("diff", "ver@1", "ver")).stdout, /\+\+\+ ver@2/, "a bare key is the current version");
+
+  const thread = join(dir, "one.json");
+  writeFileSync(thread, JSON.stringify({ turns: [{ role: "assistant", content: "x" }] }));
+  assert.equal((await run("grade", "ver@1", "--thread", thread)).stdout.trim(), "0.25");
+  assert.equal((await run("grade", "ver", "--thread", thread)).stdout.trim(), "0.5");
+  assert.match((await runFail("grade", "ver@x", "--thread", thread)).stderr, /whole number/);
+});

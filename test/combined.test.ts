@@ -94,9 +94,9 @@ describe("combined graders", () => {
     assert.equal(created.kind, "combined");
     assert.equal(created.mode, "weighted");
     assert.deepEqual(created.parts, [
-      { graderKey: "has-paris", name: "has-paris", weight: 2 },
-      { graderKey: "short", name: "short", weight: 1 },
-      { graderKey: "polite", name: "politeness", weight: -1 },
+      { graderKey: "has-paris", name: "has-paris", weight: 2, version: 1, pinned: false },
+      { graderKey: "short", name: "short", weight: 1, version: 1, pinned: false },
+      { graderKey: "polite", name: "politeness", weight: -1, version: 1, pinned: false },
     ]);
     const { results } = await client.graders.gradeBatch({
       graderKey: "answer-quality",

@@ -138,3 +138,43 @@ test("the key is kept in session storage: a reload reconnects", async () => {
   assert.equal(await page.evaluate(() => sessionStorage.getItem("gradebox.apiKey")), key);
   assert.equal(await page.evaluate(() => localStorage.length), 0, "never in local storage");
 });
+
+test("versions: list, diff two versions, restore an old one, edit as a new version, and grade with a pinned version", async () => {
+  const put = (source: string) => call(s.app, "PUT", "/v1/projects/web/graders/evolving", { source });
+  assert.equal((await call(s.app, "POST", "/v1/projects/web/graders", { key: "evolving", source: "async (t) => 0.1" })).status, 201);
+  assert.equal((await put("async (t) => 0.2")).status, 200);
+  assert.equal((await put("async (t) => 0.3")).status, 200);
+  await page.reload();
+  await page.waitForSelector("#graders tr[data-key='evolving']");
+  await page.click("#graders tr[data-key='evolving']");
+  await page.waitForSelector("#versions tbody tr:nth-child(3)");
+  assert.match((await page.textContent("#versions tbody tr:nth-child(3)")) ?? "", /^3 \(current\)/);
+
+  await page.selectOption("#diff-from", "1");
+  await page.selectOption("#diff-to", "3");
+  await page.click("#diff-run");
+  await page.waitForSelector("#diff:has-text('+async (t) => 0.3')");
+  assert.match((await page.textContent("#diff")) ?? "", /-async \(t\) => 0\.1/);
+
+  await page.click("#versions tbody tr[data-version='1'] button");
+  await page.waitForSelector("#status:has-text('restored version 1 of evolving as version 4')");
+  assert.equal(s.store.mustGet("web", "evolving").source, "async (t) => 0.1");
+
+  await page.click("#edit");
+  await page.waitForSelector("#update-submit:visible");
+  assert.equal(await page.inputValue("#create-source"), "async (t) => 0.1");
+  await page.fill("#create-source", "async (t) => 0.5");
+  await page.click("#update-submit");
+  await page.waitForSelector("#status:has-text('saved version 5 of evolving')");
+  assert.equal(s.store.mustGet("web", "evolving").version, 5);
+
+  await page.check("input[name='target'][value='stored']");
+  await page.fill("#threads", JSON.stringify({ turns: [{ role: "assistant", content: "x" }] }));
+  await page.fill("#test-version", "2");
+  await page.click("#run-test");
+  await page.waitForFunction(() => document.querySelector("#results tbody td:nth-child(2)")?.textContent === "0.2");
+  await page.fill("#test-version", "");
+  await page.click("#run-test");
+  await page.waitForFunction(() => document.querySelector("#results tbody td:nth-child(2)")?.textContent === "0.5");
+  await shot("console-versions");
+});

@@ -12,6 +12,7 @@ import {
   Gradebox,
   GraderRuntimeError,
   GraderValidationError,
+  type GradeScore,
   NotFoundError,
   StringThread,
 } from "../sdk/index.ts";
@@ -88,6 +89,14 @@ describe("graders resource", () => {
     const { results } = await client.graders.gradeBatch({ graderKey: "tsx-fn", threads: [t(" It is PARIS "), t("London")] });
     assert.deepEqual(results, [{ score: 1 }, { score: 0 }]);
     assert.deepEqual(results, [{ score: await grade(t(" It is PARIS ")) }, { score: await grade(t("London")) }]);
+  });
+
+  test("fn may return {score, reason}: the SDK's function type takes it and the grade carries the reason", async () => {
+    const fn = async (thread: StringThread): Promise<number | GradeScore> =>
+      thread.completion() === "4" ? { score: 1, reason: "the answer is 4" } : 0;
+    await client.graders.create.function({ key: "with-reason", fn });
+    const graded = await client.graders.grade({ graderKey: "with-reason", thread: new StringThread([["assistant", "4"]]) });
+    assert.deepEqual([graded.score, graded.reason], [1, "the answer is 4"]);
   });
 
   test("create from a source string and from a file", async () => {

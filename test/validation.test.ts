@@ -68,6 +68,30 @@ describe("2 structure", () => {
   test("several functions and none named grade", async () => {
     await expectFailure("async function a(t) { return 1 }\nasync function b(t) { return 2 }", "structure", /none is named grade/);
   });
+  test("several functions and none named grade: the message names export default as the other way", async () => {
+    await expectFailure("async function a(t) { return 1 }\nasync function b(t) { return 2 }", "structure", /`export default`/);
+  });
+  test("a sync default export is rejected, whatever sits beside it", async () => {
+    await expectFailure(
+      "function helper() { return 1 }\nexport default function myGrader(t) { return helper() }",
+      "structure",
+      /myGrader must be async/,
+    );
+  });
+  test("a default export that is not a function is rejected, even beside a grade", async () => {
+    await expectFailure(
+      "export default { score: 1 };\nasync function grade(t) { return 1 }",
+      "structure",
+      /default export is not a function/,
+    );
+  });
+  test("a default export naming something that is not a top-level function", async () => {
+    await expectFailure(
+      "const HALF = 0.5;\nasync function helper() { return HALF }\nexport default HALF;",
+      "structure",
+      /default export HALF is not a top-level function/,
+    );
+  });
   test("grade that is not a function", async () => {
     await expectFailure("const grade = 42;", "structure", /must be an async function/);
   });
@@ -106,6 +130,19 @@ describe("3 signature", () => {
   });
   test("a rest parameter", async () => {
     await expectFailure("async function grade(...ts) { return 1 }", "signature", /rest parameter/);
+  });
+  test("the documented result type is not a warning: Promise<GradeScore> returning {score, reason}", async () => {
+    const res = await create(
+      "scored",
+      'import type { GradeScore, StringThread } from "gradebox";\n' +
+        'async function grade(t: StringThread): Promise<GradeScore> { return { score: 1, reason: "because" } }',
+    );
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.warnings, []);
+    const graded = await call(s.app, "POST", "/v1/projects/p/graders/scored/grade", {
+      thread: { turns: [{ role: "user", content: "x" }] },
+    });
+    assert.deepEqual([graded.body.score, graded.body.reason], [1, "because"]);
   });
   test("missing or other annotations are warnings, returned with the grader", async () => {
     const res = await create("warned", "async function grade(t: string): Promise<string | number> { return 1 }");
@@ -189,6 +226,34 @@ describe("shapes that are accepted and stored as grade", () => {
     ["export default arrow", "export default async (t) => 0.5;"],
     ["export default anonymous function", "export default async function (t) { return 0.5 }"],
     ["a const arrow with helpers", "const HALF = 0.5;\nfunction half() { return HALF }\nconst grade = async (t) => half();"],
+    [
+      "export default named function beside a helper",
+      "function helper(t) { return 0.5 }\nexport default async function myGrader(t) { return helper(t) }",
+    ],
+    [
+      "export default anonymous function beside helpers",
+      "const H = 0.5;\nfunction helper() { return H }\nexport default async function (t) { return helper() }",
+    ],
+    ["export default arrow beside a helper", "const helper = () => 0.5;\nexport default async (t) => helper();"],
+    [
+      "export default arrow beside a helper declared after it",
+      "export default async (t: StringThread): Promise<number> => helper();\nfunction helper() { return 0.5 }",
+    ],
+    [
+      "export default naming a function declaration",
+      "async function myGrader(t) { return helper() }\nfunction helper() { return 0.5 }\nexport default myGrader;",
+    ],
+    ["export default naming a const arrow", "const helper = () => 0.5;\nconst myGrader = async (t) => helper();\nexport default myGrader;"],
+    [
+      "export { myGrader as default }",
+      "function helper() { return 0.5 }\nasync function myGrader(t) { return helper() }\nexport { myGrader as default };",
+    ],
+    [
+      "export default beside a sync helper named grade",
+      "function grade(x) { return x / 2 }\nexport default async function main(t) { return grade(1) }",
+    ],
+    ["export default whose body declares an inner grade", "export default async function (t) { const grade = 0.5; return grade }"],
+    ["a grade with async helpers beside it", "async function fetchish() { return 0.5 }\nasync function grade(t) { return fetchish() }"],
     ["tsx output with __name", 'async function grade(thread){const inner=__name(s=>s.trim(),"inner");return inner(" x ")==="x"?0.5:0}'],
   ] as const) {
     test(what, async () => {

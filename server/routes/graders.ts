@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
+import type { GraderCode } from "../../sandbox/engine.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
 import { checkNesting } from "../../sandbox/source-bounds.ts";
 import type { WireThread } from "../../sdk/thread.ts";
@@ -16,18 +17,22 @@ import type { Metrics } from "../metrics.ts";
 import {
   CombineMode,
   Description,
+  DescriptionUpdate,
   GradeResult,
   Grader,
   GraderDetail,
   GraderKey,
   GraderParams,
+  GraderVersion,
+  GraderVersionDetail,
   GradeScore,
   Problem,
   ProjectParams,
   Source,
   threadSchema,
+  VersionNumber,
 } from "../schemas.ts";
-import { type GraderRow, graderExists, type Store } from "../store.ts";
+import { type GraderRow, graderExists, type Store, sandboxId } from "../store.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
 
 export interface GraderRoutesOptions {
@@ -52,11 +57,26 @@ const errors = {
 };
 
 function summary(row: GraderRow): z.infer<typeof Grader> {
-  const { project, key, kind, mode, description, locked, quarantinedAt, recentFaults, warnings, sourceSha256, createdAt, updatedAt } = row;
+  const {
+    project,
+    key,
+    kind,
+    version,
+    mode,
+    description,
+    locked,
+    quarantinedAt,
+    recentFaults,
+    warnings,
+    sourceSha256,
+    createdAt,
+    updatedAt,
+  } = row;
   return {
     project,
     key,
     kind,
+    version,
     ...(mode ? { mode } : {}),
     description,
     locked,
@@ -75,7 +95,10 @@ const quarantineDetail = (key: string, at: string) =>
 
 function detail(row: GraderRow): z.infer<typeof GraderDetail> {
   if (row.kind === "combined") {
-    return { ...summary(row), parts: (row.parts ?? []).map(({ graderKey, name, weight }) => ({ graderKey, name, weight })) };
+    return {
+      ...summary(row),
+      parts: (row.parts ?? []).map(({ graderKey, name, weight, version, pinned }) => ({ graderKey, name, weight, version, pinned })),
+    };
   }
   return { ...summary(row), source: row.source };
 }
@@ -231,20 +254,34 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     `${base}/:graderKey`,
     { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
     async (req, reply) => {
-      const { id } = store.delete(req.params.project, req.params.graderKey);
-      pool.forget([id]); // its warm isolates go in every worker now, not when the LRU reaches them
+      const { ids } = store.delete(req.params.project, req.params.graderKey);
+      pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
       return reply.code(204).send(null);
     },
   );
 
-  async function grade(project: string, key: string, threads: WireThread[], route: "grade" | "grade-batch"): Promise<GradeOutcome[]> {
+  async function grade(
+    project: string,
+    key: string,
+    version: number | undefined,
+    threads: WireThread[],
+    route: "grade" | "grade-batch",
+  ): Promise<{ outcomes: GradeOutcome[]; version: number }> {
     const started = performance.now();
-    const outcomes = await gradeRow(store.mustGet(project, key), threads);
+    const row = store.mustGet(project, key);
+    let code = { id: sandboxId(row.id, row.version), project, compiled: row.compiled };
+    if (version !== undefined && version !== row.version) {
+      if (row.kind !== "function")
+        throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
+      const pinned = store.mustGetVersion(project, key, version);
+      code = { id: sandboxId(row.id, version), project, compiled: pinned.compiled };
+    }
+    const outcomes = await gradeRow(row, code, threads);
     metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
-    return outcomes;
+    return { outcomes, version: version ?? row.version };
   }
 
-  async function gradeRow(row: GraderRow, threads: WireThread[]): Promise<GradeOutcome[]> {
+  async function gradeRow(row: GraderRow, code: GraderCode, threads: WireThread[]): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
@@ -256,7 +293,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       }));
     }
     if (row.kind === "combined") return gradeCombined(pool, row.project, row.mode ?? "weighted", row.parts ?? [], threads);
-    return pool.gradeBatch({ id: row.id, project: row.project, compiled: row.compiled }, threads);
+    return pool.gradeBatch(code, threads);
   }
 
   app.post(
@@ -270,7 +307,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           mode: CombineMode,
           description: Description,
           graders: z
-            .array(z.object({ graderKey: GraderKey, weight: z.number().finite().default(1), name: z.string().min(1).max(128).optional() }))
+            .array(
+              z.object({
+                graderKey: GraderKey,
+                weight: z.number().finite().default(1),
+                name: z.string().min(1).max(128).optional(),
+                version: VersionNumber.optional().describe("pin the part to this version; absent: follow its current version"),
+              }),
+            )
             .min(1, "a combined grader needs at least one part")
             .max(64, "a combined grader has at most 64 parts"),
         }),
@@ -279,7 +323,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req, reply) => {
       const { key, mode, description, graders } = req.body;
-      const parts = graders.map((g) => ({ graderKey: g.graderKey, name: g.name ?? g.graderKey, weight: g.weight }));
+      const parts = graders.map((g) => ({ graderKey: g.graderKey, name: g.name ?? g.graderKey, weight: g.weight, version: g.version }));
       if (mode === "weighted" && !(parts.filter((p) => p.weight > 0).reduce((a, p) => a + p.weight, 0) > 0)) {
         throw new AppError("INVALID_REQUEST", "weighted mode needs at least one part with a positive weight");
       }
@@ -301,15 +345,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.grade",
         params: GraderParams,
-        body: z.object({ thread: Thread }),
-        response: { 200: GradeScore.extend({ durationMs: z.number() }), ...errors },
+        body: z.object({ thread: Thread, version: VersionNumber.optional().describe("grade with this version; absent: the current one") }),
+        response: { 200: GradeScore.extend({ durationMs: z.number(), version: z.number() }), ...errors },
       },
     },
     async (req) => {
       const started = performance.now();
-      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body.thread], "grade");
-      if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message);
-      return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
+      const { outcomes, version } = await grade(req.params.project, req.params.graderKey, req.body.version, [req.body.thread], "grade");
+      const [outcome] = outcomes;
+      if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message, { version });
+      return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
     },
   );
 
@@ -319,15 +364,94 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.gradeBatch",
         params: GraderParams,
-        body: z.object({ threads: z.array(Thread).min(1, "threads must hold at least one thread") }),
-        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number() }), ...errors },
+        body: z.object({
+          threads: z.array(Thread).min(1, "threads must hold at least one thread"),
+          version: VersionNumber.optional().describe("grade with this version; absent: the current one"),
+        }),
+        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number(), version: z.number() }), ...errors },
       },
     },
     async (req) => {
       checkBatch(req.body.threads.length, config);
       const started = performance.now();
-      const results = await grade(req.params.project, req.params.graderKey, req.body.threads, "grade-batch");
-      return { results, durationMs: Math.round((performance.now() - started) * 1000) / 1000 };
+      const { outcomes, version } = await grade(
+        req.params.project,
+        req.params.graderKey,
+        req.body.version,
+        req.body.threads,
+        "grade-batch",
+      );
+      return { results: outcomes, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
+    },
+  );
+
+  /** Checks a new source and stores it as the next version; nothing changes when a check fails. */
+  async function updateSource(project: string, key: string, source: string, description: string | undefined) {
+    const current = store.mustGet(project, key);
+    if (current.locked) {
+      throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before updating it`);
+    }
+    if (current.kind !== "function") {
+      throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${current.kind} grader; only function graders take a new source`);
+    }
+    const { compiled, warnings } = await validate(project, source);
+    const sourceSha256 = createHash("sha256").update(source).digest("hex");
+    const row = store.update(
+      project,
+      key,
+      { source, compiled, sourceSha256, warnings, description: description ?? current.description },
+      current.version,
+    );
+    return row;
+  }
+
+  app.put(
+    `${base}/:graderKey`,
+    {
+      schema: {
+        operationId: "graders.update",
+        params: GraderParams,
+        body: z.object({ source: Source, description: DescriptionUpdate }),
+        response: { 200: GraderDetail, ...errors },
+      },
+    },
+    async (req) => detail(await updateSource(req.params.project, req.params.graderKey, req.body.source, req.body.description)),
+  );
+
+  const VersionParams = GraderParams.extend({ version: VersionNumber });
+
+  app.get(
+    `${base}/:graderKey/versions`,
+    {
+      schema: {
+        operationId: "graders.versions.list",
+        params: GraderParams,
+        response: { 200: z.object({ data: z.array(GraderVersion) }), ...errors },
+      },
+    },
+    async (req) => ({ data: store.versions(req.params.project, req.params.graderKey) }),
+  );
+
+  app.get(
+    `${base}/:graderKey/versions/:version`,
+    { schema: { operationId: "graders.versions.get", params: VersionParams, response: { 200: GraderVersionDetail, ...errors } } },
+    async (req) => {
+      const { version, description, sourceSha256, warnings, createdAt, source } = store.mustGetVersion(
+        req.params.project,
+        req.params.graderKey,
+        req.params.version,
+      );
+      return { version, description, sourceSha256, warnings, createdAt, source };
+    },
+  );
+
+  app.post(
+    `${base}/:graderKey/versions/:version/restore`,
+    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: GraderDetail, ...errors } } },
+    async (req) => {
+      const { project, graderKey, version } = req.params;
+      const old = store.mustGetVersion(project, graderKey, version);
+      return detail(await updateSource(project, graderKey, old.source, old.description));
     },
   );
 }

@@ -1,0 +1,166 @@
+// Grader versions through the SDK against the real server: update, list, get, restore, pin,
+// locks, failed checks that change nothing, combined graders following or pinning a part, and
+// a database made by the schema before versions existed, upgraded with nothing lost.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import Database from "better-sqlite3";
+import { ConflictError, Gradebox, NotFoundError, StringThread } from "../sdk/index.ts";
+import { Store } from "../server/store.ts";
+import { call, startServer, type TestServer, thread } from "./helpers.ts";
+
+let s: TestServer;
+let client: Gradebox;
+before(async () => {
+  s = await startServer({ listen: true });
+  client = new Gradebox({ baseURL: s.url, project: "ver", apiKey: s.keyFor("ver") });
+});
+after(() => s.close());
+
+const answer = (n: number) => `async function grade(t) { return ${n} }`;
+const one = new StringThread([["assistant", "x"]]);
+
+describe("versions of a function grader", () => {
+  test("an update stores version n+1 and grades with it at once; older versions stay readable and can be pinned", async () => {
+    const created = await client.graders.create.function({ key: "evolving", source: answer(0.1), description: "first" });
+    assert.equal(created.version, 1);
+    assert.deepEqual(await client.graders.grade({ graderKey: "evolving", thread: one }).then((r) => [r.score, r.version]), [0.1, 1]);
+
+    const updated = await client.graders.update({ graderKey: "evolving", source: answer(0.2) });
+    assert.equal(updated.version, 2);
+    assert.equal(updated.description, "first", "the description stays unless given");
+    assert.equal(updated.source, answer(0.2));
+    // the warm isolate of version 1 is not used for version 2
+    assert.deepEqual(await client.graders.grade({ graderKey: "evolving", thread: one }).then((r) => [r.score, r.version]), [0.2, 2]);
+
+    const versions = await client.graders.versions.list({ graderKey: "evolving" });
+    assert.deepEqual(
+      versions.map((v) => [v.version, v.description]),
+      [
+        [1, "first"],
+        [2, "first"],
+      ],
+    );
+    assert.notEqual(versions[0].sourceSha256, versions[1].sourceSha256);
+    assert.equal((await client.graders.versions.get({ graderKey: "evolving", version: 1 })).source, answer(0.1));
+
+    // pinned: grade and grade-batch with version 1 while 2 is current
+    const pinned = await client.graders.grade({ graderKey: "evolving", thread: one, version: 1 });
+    assert.deepEqual([pinned.score, pinned.version], [0.1, 1]);
+    const batch = await client.graders.gradeBatch({ graderKey: "evolving", threads: [one, one], version: 1 });
+    assert.deepEqual(batch.results, [{ score: 0.1 }, { score: 0.1 }]);
+    assert.equal(batch.version, 1);
+  });
+
+  test("restore makes a new version with an old source", async () => {
+    const restored = await client.graders.versions.restore({ graderKey: "evolving", version: 1 });
+    assert.equal(restored.version, 3);
+    assert.equal(restored.source, answer(0.1));
+    const versions = await client.graders.versions.list({ graderKey: "evolving" });
+    assert.equal(versions[2].sourceSha256, versions[0].sourceSha256);
+    assert.equal((await client.graders.grade({ graderKey: "evolving", thread: one })).score, 0.1);
+  });
+
+  test("an update that fails a check, or of a locked grader, changes nothing", async () => {
+    const failed = await call(s.app, "PUT", "/v1/projects/ver/graders/evolving", { source: "async function grade(t) { return (" });
+    assert.equal(failed.status, 422);
+    assert.equal(failed.body.check, "syntax");
+    await client.graders.lock({ graderKey: "evolving", locked: true });
+    await assert.rejects(client.graders.update({ graderKey: "evolving", source: answer(0.9) }), (e: unknown) => {
+      assert.ok(e instanceof ConflictError);
+      assert.equal(e.code, "GRADER_LOCKED");
+      return true;
+    });
+    await client.graders.lock({ graderKey: "evolving", locked: false });
+    const got = await client.graders.get({ graderKey: "evolving" });
+    assert.equal(got.version, 3);
+    assert.equal(got.source, answer(0.1));
+    assert.equal((await client.graders.versions.list({ graderKey: "evolving" })).length, 3);
+  });
+
+  test("a version that does not exist is 404 VERSION_NOT_FOUND, for get, grade and restore", async () => {
+    for (const attempt of [
+      () => client.graders.versions.get({ graderKey: "evolving", version: 9 }),
+      () => client.graders.grade({ graderKey: "evolving", thread: one, version: 9 }),
+      () => client.graders.versions.restore({ graderKey: "evolving", version: 9 }),
+    ]) {
+      await assert.rejects(attempt(), (e: unknown) => e instanceof NotFoundError && e.code === "VERSION_NOT_FOUND");
+    }
+  });
+});
+
+describe("combined graders and versions", () => {
+  test("a part by key follows its current version; a pinned part stays on its version", async () => {
+    await client.graders.create.function({ key: "part", source: answer(1) });
+    await client.graders.create.combined({
+      key: "follows",
+      mode: "weighted",
+      graders: [{ graderKey: "part" }],
+    });
+    const pinned = await client.graders.create.combined({
+      key: "pinned",
+      mode: "weighted",
+      graders: [{ graderKey: "part", version: 1 }],
+    });
+    assert.deepEqual(pinned.parts?.[0], { graderKey: "part", name: "part", weight: 1, version: 1, pinned: true });
+    await client.graders.update({ graderKey: "part", source: answer(0) });
+    assert.equal((await client.graders.grade({ graderKey: "follows", thread: one })).score, 0);
+    assert.equal((await client.graders.grade({ graderKey: "pinned", thread: one })).score, 1);
+    const bad = await call(s.app, "POST", "/v1/projects/ver/graders/combined", {
+      key: "nowhere",
+      mode: "any",
+      graders: [{ graderKey: "part", version: 7 }],
+    });
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.code, "INVALID_COMPONENT");
+  });
+});
+
+test("a database made before versions existed is upgraded: every grader becomes version 1, nothing lost", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "gradebox-upgrade-"));
+  try {
+    const path = join(dir, "old.db");
+    // the schema as migrations 0001–0004 left it, with a grader stored by that schema
+    const old = new Database(path);
+    old.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT");
+    const migrations = new URL("../migrations/", import.meta.url);
+    for (const file of readdirSync(migrations)
+      .filter((f) => /^000[1-4]_/.test(f))
+      .sort()) {
+      old.exec(readFileSync(new URL(file, migrations), "utf8"));
+      old.prepare("INSERT INTO schema_migrations VALUES (?, ?, ?)").run(Number(file.slice(0, 4)), file, "2026-01-01T00:00:00Z");
+    }
+    const v = await s.pool.validate("ver", answer(0.7));
+    assert.ok(v.ok);
+    old
+      .prepare(
+        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
+         VALUES ('g-1', 'legacy', 'kept', 'function', 'from before', ?, ?, 'abc', 1, '[]', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`,
+      )
+      .run(answer(0.7), v.compiled);
+    old.close();
+
+    const store = new Store(path);
+    try {
+      const row = store.mustGet("legacy", "kept");
+      assert.equal(row.version, 1);
+      assert.equal(row.locked, true);
+      assert.deepEqual(
+        store.versions("legacy", "kept").map((x) => [x.version, x.description, x.sourceSha256]),
+        [[1, "from before", "abc"]],
+      );
+      const first = store.mustGetVersion("legacy", "kept", 1);
+      assert.equal(first.source, answer(0.7));
+      assert.equal(first.compiled, v.compiled);
+      const [graded] = await s.pool.gradeBatch({ id: "upgraded@1", project: "legacy", compiled: row.compiled }, [thread("x")]);
+      assert.deepEqual(graded, { score: 0.7 });
+    } finally {
+      store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
