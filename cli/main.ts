@@ -5,7 +5,16 @@ import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { Command } from "commander";
 import { createTwoFilesPatch } from "diff";
-import { ConflictError, Gradebox, GraderValidationError } from "../sdk/index.ts";
+import {
+  ConflictError,
+  Gradebox,
+  GraderRuntimeError,
+  GraderValidationError,
+  type GraderWithSource,
+  type Sample,
+  type UpdateResult,
+  type WireThread,
+} from "../sdk/index.ts";
 import { loadConfig } from "../server/config.ts";
 import { Store } from "../server/store.ts";
 import { gradeFile } from "./grade-file.ts";
@@ -109,6 +118,12 @@ function api(name: string, description: string): Command {
     .option("--json", "machine-readable output");
 }
 
+/** The source's line (1-based) with a caret under its column, as push and grade print them. */
+function caret(source: string, line: number, column = 1, indent = "  "): string {
+  const text = source.split("\n")[line - 1] ?? "";
+  return `${indent}${line} | ${text}\n${indent}${" ".repeat(String(line).length)} | ${" ".repeat(Math.max(0, column - 1))}^`;
+}
+
 function fail(error: unknown, opts: ApiOptions, source?: string): never {
   if (opts.json) {
     const e = error as { code?: string; status?: number; check?: string; line?: number; column?: number; message: string };
@@ -117,12 +132,11 @@ function fail(error: unknown, opts: ApiOptions, source?: string): never {
     );
   } else if (error instanceof GraderValidationError) {
     console.error(`✗ ${error.check} check failed: ${(error.body.message as string) ?? error.message}`);
-    if (source && error.line) {
-      const text = source.split("\n")[error.line - 1] ?? "";
-      console.error(
-        `\n  ${error.line} | ${text}\n  ${" ".repeat(String(error.line).length)} | ${" ".repeat(Math.max(0, (error.column ?? 1) - 1))}^`,
-      );
-    }
+    if (source && error.line) console.error(`\n${caret(source, error.line, error.column)}`);
+  } else if (error instanceof GraderRuntimeError && error.line !== undefined) {
+    // GRADER_ERROR: where the grader's code threw, in its source
+    console.error(`✗ ${error.message} (line ${error.line}, column ${error.column})`);
+    if (source) console.error(`\n${caret(source, error.line, error.column)}`);
   } else {
     console.error(`✗ ${(error as Error).message}`);
   }
@@ -147,25 +161,60 @@ function parseRef(ref: string, opts: ApiOptions): { key: string; version?: numbe
   return { key: ref.slice(0, at), version };
 }
 
+/** A JSONL file, one JSON value per line; a line that is not JSON fails the command with its number. */
+async function readJsonl(path: string, opts: ApiOptions): Promise<unknown[]> {
+  const text = await readFile(path, "utf8").catch((e: Error) => fail(new Error(`cannot read ${path}: ${e.message}`), opts));
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l);
+      } catch {
+        return fail(new Error(`${path} line ${i + 1} is not JSON`), opts);
+      }
+    });
+}
+
 api("push", "validate a grader file and store it: creates the grader, or a new version when the key exists")
   .argument("<file>", "a .ts or .js file with an async grade(thread) function")
   .requiredOption("-k, --key <key>", "the grader key")
   .option("-d, --description <text>", "what it scores (on an update, absent keeps the current one)")
-  .action(async (file: string, opts: ApiOptions & { key: string; description?: string }) => {
+  .option("-s, --samples <jsonl>", "sample threads the grader carries, one {thread, expected?} per line (test_run grades them)")
+  .option("--dry-run", "for an existing key: check the new source and report how the samples' scores change, store nothing")
+  .action(async (file: string, opts: ApiOptions & { key: string; description?: string; samples?: string; dryRun?: boolean }) => {
     const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
+    const samples = opts.samples ? ((await readJsonl(opts.samples, opts)) as Sample[]) : undefined;
     await run(
       opts,
       async () => {
         const graders = client(opts).graders;
-        let created = true;
-        const grader = await graders.create.function({ key: opts.key, source, description: opts.description ?? "" }).catch((error) => {
-          if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
-          created = false;
-          return graders.update({ graderKey: opts.key, source, description: opts.description });
-        });
-        if (opts.json) return printJson(grader);
-        console.log(created ? `✓ created ${grader.key} (version 1)` : `✓ updated ${grader.key} to version ${grader.version}`);
-        for (const w of grader.warnings) console.log(`  warning: ${w}`);
+        const update = () => graders.update({ graderKey: opts.key, source, description: opts.description, samples, dryRun: opts.dryRun });
+        let result: GraderWithSource & Partial<UpdateResult>;
+        let created = false;
+        if (opts.dryRun) result = await update();
+        else {
+          result = await graders.create.function({ key: opts.key, source, description: opts.description ?? "", samples }).then(
+            (g) => {
+              created = true;
+              return g;
+            },
+            (error) => {
+              if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
+              return update();
+            },
+          );
+        }
+        if (opts.json) return printJson(result);
+        if (created) console.log(`✓ created ${result.key} (version 1)`);
+        else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
+        else console.log(`✓ updated ${result.key} to version ${result.version}`);
+        for (const w of result.warnings) console.log(`  warning: ${w}`);
+        const report = result.report;
+        if (report && report.samples > 0) {
+          console.log(`  samples: ${report.samples}, ${report.changed.length} changed`);
+          for (const c of report.changed) console.log(`    sample ${c.index}: ${c.before} → ${c.after}`);
+        }
       },
       source,
     );
@@ -210,18 +259,7 @@ api("test", "run the five checks on a file and grade sample threads, without sav
   .option("-t, --threads <jsonl>", "threads to grade, one JSON thread per line")
   .action(async (file: string, opts: ApiOptions & { threads?: string }) => {
     const source = await readFile(file, "utf8").catch((e: Error) => fail(new Error(`cannot read ${file}: ${e.message}`), opts));
-    const threads = opts.threads
-      ? (await readFile(opts.threads, "utf8"))
-          .split("\n")
-          .filter((l) => l.trim())
-          .map((l, i) => {
-            try {
-              return JSON.parse(l);
-            } catch {
-              return fail(new Error(`${opts.threads} line ${i + 1} is not JSON`), opts);
-            }
-          })
-      : undefined;
+    const threads = opts.threads ? ((await readJsonl(opts.threads, opts)) as WireThread[]) : undefined;
     await run(
       opts,
       async () => {
@@ -230,9 +268,11 @@ api("test", "run the five checks on a file and grade sample threads, without sav
         console.log("✓ all five checks passed");
         for (const w of res.warnings) console.log(`  warning: ${w}`);
         for (const [i, r] of (res.results ?? []).entries()) {
+          const at = "error" in r && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
           console.log(
-            `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}`}`,
+            `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}${at}`}`,
           );
+          if ("error" in r && r.error.line !== undefined) console.log(caret(source, r.error.line, r.error.column, "      "));
         }
       },
       source,
@@ -305,7 +345,19 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
     await run(opts, async () => {
       if (opts.thread) {
         const thread = JSON.parse(await readFile(opts.thread, "utf8"));
-        const res = await client(opts).graders.grade({ graderKey: key, thread, version });
+        const res = await client(opts)
+          .graders.grade({ graderKey: key, thread, version })
+          .catch(async (error) => {
+            if (!(error instanceof GraderRuntimeError) || error.line === undefined || opts.json) throw error;
+            // the caret goes under the source of the version that graded it
+            const graded = typeof error.body.version === "number" ? error.body.version : version;
+            const graders = client(opts).graders;
+            const source = await (graded === undefined
+              ? graders.get({ graderKey: key }).then((g) => g.source)
+              : graders.versions.get({ graderKey: key, version: graded }).then((v) => v.source)
+            ).catch(() => undefined);
+            return fail(error, opts, source);
+          });
         return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
       }
       const summary = await gradeFile(client(opts), key, {

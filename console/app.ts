@@ -3,7 +3,16 @@
 import { createTwoFilesPatch } from "diff";
 import hljs from "highlight.js/lib/core";
 import typescript from "highlight.js/lib/languages/typescript";
-import { APIError, Gradebox, type GradeResult, type Grader, GraderValidationError, type WireThread } from "../sdk/index.ts";
+import {
+  APIError,
+  Gradebox,
+  type GradeResult,
+  type Grader,
+  GraderValidationError,
+  type Sample,
+  type UpdateResult,
+  type WireThread,
+} from "../sdk/index.ts";
 
 hljs.registerLanguage("typescript", typescript);
 
@@ -196,13 +205,18 @@ async function create(mode: "create" | "update"): Promise<void> {
   try {
     const key = $<HTMLInputElement>("#create-key").value.trim();
     const description = $<HTMLInputElement>("#create-description").value;
+    // uploaded samples: test_run grades them; on an update, absent keeps the grader's own
+    const file = $<HTMLInputElement>("#create-samples").files?.[0];
+    const samples = file ? (parseThreads(await file.text()) as unknown as Sample[]) : undefined;
     const g =
       mode === "create"
-        ? await client.graders.create.function({ key, source, description })
-        : await client.graders.update({ graderKey: key, source, description });
+        ? await client.graders.create.function({ key, source, description, samples })
+        : await client.graders.update({ graderKey: key, source, description, samples });
     box.hidden = true;
     const what = mode === "create" ? "created" : `saved version ${g.version} of`;
-    status(`${what} ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}`, true);
+    const report = "report" in g ? (g as UpdateResult).report : undefined;
+    const changed = report?.samples ? `; ${report.changed.length} of ${report.samples} samples changed score` : "";
+    status(`${what} ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}${changed}`, true);
     await open(g.key);
   } catch (error) {
     box.hidden = false;
@@ -242,6 +256,23 @@ function parseThreads(text: string): WireThread[] {
   }
 }
 
+/** The row under a failed thread's row: the source line where the grader threw, a caret under the column. */
+function sourceRow(source: string, line: number, column: number): HTMLTableRowElement {
+  const tr = document.createElement("tr");
+  tr.className = "error-source";
+  tr.dataset.line = String(line);
+  tr.append(document.createElement("td"));
+  const td = document.createElement("td");
+  td.colSpan = 2;
+  const pre = document.createElement("pre");
+  const text = source.split("\n")[line - 1] ?? "";
+  const gutter = `${line} | `;
+  pre.textContent = `${gutter}${text}\n${" ".repeat(gutter.length - 2)}| ${" ".repeat(Math.max(0, column - 1))}^`;
+  td.append(pre);
+  tr.append(td);
+  return tr;
+}
+
 async function runTest(): Promise<void> {
   if (!client) return;
   const body = $("#results tbody");
@@ -250,25 +281,36 @@ async function runTest(): Promise<void> {
     const threads = parseThreads($<HTMLTextAreaElement>("#threads").value);
     const target = ($<HTMLInputElement>('input[name="target"]:checked').value ?? "stored") as "stored" | "source";
     let results: GradeResult[];
+    /** the source that graded them, for the line an error points at */
+    let sourceOf: () => Promise<string | undefined>;
     if (target === "source") {
-      results = (await client.graders.validate({ source: $<HTMLTextAreaElement>("#create-source").value, threads })).results ?? [];
+      const source = $<HTMLTextAreaElement>("#create-source").value;
+      results = (await client.graders.validate({ source, threads })).results ?? [];
+      sourceOf = async () => source;
     } else {
       if (!selected) throw new Error("select a grader in the list first");
       const pinned = $<HTMLInputElement>("#test-version").value.trim();
-      results = (await client.graders.gradeBatch({ graderKey: selected, threads, version: pinned ? Number(pinned) : undefined })).results;
+      const graded = await client.graders.gradeBatch({ graderKey: selected, threads, version: pinned ? Number(pinned) : undefined });
+      results = graded.results;
+      const [versions, graderKey, version] = [client.graders.versions, selected, graded.version];
+      sourceOf = async () => (await versions.get({ graderKey, version }).catch(() => undefined))?.source;
     }
+    const located = results.some((r) => "error" in r && r.error.line !== undefined);
+    const source = located ? await sourceOf() : undefined;
     body.replaceChildren(
-      ...results.map((r, i) => {
+      ...results.flatMap((r, i) => {
         const tr = document.createElement("tr");
+        const at = "error" in r && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
         const cells =
-          "score" in r ? [String(i + 1), String(r.score), r.reason ?? ""] : [String(i + 1), "", `${r.error.code}: ${r.error.message}`];
+          "score" in r ? [String(i + 1), String(r.score), r.reason ?? ""] : [String(i + 1), "", `${r.error.code}: ${r.error.message}${at}`];
         for (const text of cells) {
           const td = document.createElement("td");
           td.textContent = text;
           tr.append(td);
         }
         if ("error" in r) tr.className = "error";
-        return tr;
+        if (!("error" in r) || r.error.line === undefined || source === undefined) return [tr];
+        return [tr, sourceRow(source, r.error.line, r.error.column ?? 1)];
       }),
     );
     status(`graded ${results.length} thread${results.length === 1 ? "" : "s"}`, true);

@@ -22,6 +22,21 @@ export interface Analysis {
   /** the source with the entry point bound to a name, and a trailer that hands it to the prelude */
   code: string;
   warnings: string[];
+  /** how `code` differs from the source, so that positions in it can be mapped back (compile.ts) */
+  edit: SourceEdit;
+}
+
+/**
+ * `code` keeps every line of the source where it was. On one line at most (`line`, 0-based),
+ * `removed` characters from `column` (0-based) on were replaced by `added` others; the lines from
+ * `trailer` (0-based) on are the trailer, which is not the user's.
+ */
+export interface SourceEdit {
+  line: number;
+  column: number;
+  removed: number;
+  added: number;
+  trailer: number;
 }
 
 function position(sf: ts.SourceFile, node: ts.Node): { line: number; column: number } {
@@ -270,18 +285,34 @@ const isResultType = (type: ts.TypeNode): boolean =>
     return isScoreType(t);
   });
 
-/** Edits that bind an anonymous entry point to a name, keeping every other line where it was. */
-function bindAnonymous(source: string, sf: ts.SourceFile, candidate: FunctionCandidate): string {
+/** line breaks as JavaScript (and so esbuild and TypeScript) count them */
+const LINE_BREAKS = /\r\n|[\n\r\u2028\u2029]/g;
+
+/** Edits that bind an anonymous entry point to a name, keeping every line where it was. */
+function bindAnonymous(
+  source: string,
+  sf: ts.SourceFile,
+  candidate: FunctionCandidate,
+): { body: string; edit: Omit<SourceEdit, "trailer"> } {
   const start = candidate.statement.getStart(sf);
   const isExportDefault = ts.isExportAssignment(candidate.statement) || hasModifier(candidate.statement, ts.SyntaxKind.DefaultKeyword);
+  let cut = 0;
   if (isExportDefault) {
     // `export default async function (t) {…}` / `export default async (t) => …`
-    const text = source.slice(start);
-    const match = /^export\s+default\s+/.exec(text);
-    const cut = match ? match[0].length : 0;
-    return `${source.slice(0, start)}const ${ANON_NAME} = ${source.slice(start + cut)}`;
+    const match = /^export\s+default\s+/.exec(source.slice(start));
+    cut = match ? match[0].length : 0;
   }
-  return `${source.slice(0, start)}const ${ANON_NAME} = ${source.slice(start)}`;
+  const prefix = `const ${ANON_NAME} = `;
+  const removed = source.slice(start, start + cut);
+  // line breaks inside `export\s+default\s+` stay, so that every line keeps its number
+  const breaks = removed.match(LINE_BREAKS) ?? [];
+  const body = `${source.slice(0, start)}${prefix}${breaks.join("")}${source.slice(start + cut)}`;
+  const { line, character } = sf.getLineAndCharacterOfPosition(start);
+  if (breaks.length === 0) return { body, edit: { line, column: character, removed: cut, added: prefix.length } };
+  // the prefix ends its line; the line where the removed text ends lost that text's last part
+  const lastBreak = breaks[breaks.length - 1];
+  const lastPart = removed.slice(removed.lastIndexOf(lastBreak) + lastBreak.length);
+  return { body, edit: { line: line + breaks.length, column: 0, removed: lastPart.length, added: 0 } };
 }
 
 /**
@@ -368,9 +399,12 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   }
 
   const bound = entry.name ?? ANON_NAME;
-  const body = entry.name ? source : bindAnonymous(source, sf, entry);
+  const { body, edit } = entry.name
+    ? { body: source, edit: { line: 0, column: 0, removed: 0, added: 0 } }
+    : bindAnonymous(source, sf, entry);
   return {
     code: `${body}\n;globalThis.${ENTRY_GLOBAL} = ${bound};\n`,
     warnings: signatureWarnings(sf, entry.node),
+    edit: { ...edit, trailer: (body.match(LINE_BREAKS)?.length ?? 0) + 1 },
   };
 }

@@ -6,6 +6,8 @@ export type Check = (typeof CHECKS)[number];
 export interface CheckFailure {
   check: Check;
   message: string;
+  /** the check cost the validation worker more than its bound (counts towards the project's validation rate limit) */
+  costly?: boolean;
   line?: number;
   column?: number;
 }
@@ -31,4 +33,5 @@ export interface GradeScore {
   metadata?: Record<string, unknown>;
   subscores?: unknown[];
 }
-export type GradeOutcome = GradeScore | { error: { code: GradeErrorCode; message: string } };
+/** line and column (1-based) in the grader's source as submitted, when a GRADER_ERROR's position is known */
+export type GradeOutcome = GradeScore | { error: { code: GradeErrorCode; message: string; line?: number; column?: number } };

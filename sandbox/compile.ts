@@ -1,7 +1,9 @@
 // esbuild: the syntax check on the source as submitted, and the bundle that becomes one
 // self-contained script per grader (an IIFE with no imports left in it).
 
+import { decode, encode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import * as esbuild from "esbuild";
+import type { SourceEdit } from "./analyze.ts";
 import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
 
 /** One self-contained script: what every bundle the sandbox runs is built as. */
@@ -55,15 +57,77 @@ const sandboxedImports: esbuild.Plugin = {
   },
 };
 
-/** Bundles the analysed source into one script. */
-export async function bundle(code: string): Promise<{ compiled: string } | CheckFailure> {
+/** the name of the user's source in the bundle's source map */
+const SOURCE_NAME = "grader.ts";
+/**
+ * A compiled grader is the script, then this comment and its source map as base64 JSON: one
+ * string, stored as it is. The engine runs the script alone and keeps the map for errors.
+ */
+const MAP_COMMENT = "//# sourceMappingURL=data:application/json;base64,";
+const MAP_TAIL = /^[A-Za-z0-9+/]*={0,2}\n?$/;
+
+/**
+ * The script and its source map (base64 JSON, undefined when it has none: graders compiled
+ * before maps were kept) of a compiled grader.
+ */
+export function splitCompiled(compiled: string): { script: string; map?: string } {
+  const at = compiled.lastIndexOf(`\n${MAP_COMMENT}`);
+  if (at < 0) return { script: compiled };
+  const tail = compiled.slice(at + 1 + MAP_COMMENT.length);
+  // the comment is the script's last line, written by bundle() below, never text of the grader's
+  if (!MAP_TAIL.test(tail)) return { script: compiled };
+  return { script: compiled.slice(0, at + 1), map: tail.trimEnd() };
+}
+
+/**
+ * The bundle's source map as a map to the source as the user submitted it: segments of the
+ * user's code only (the bundled library and the analyser's trailer have none), the entry line's
+ * columns shifted back across the analyser's edit, no names and no sources content (the source
+ * is stored beside the grader).
+ */
+function userSourceMap(mapJson: string, edit: SourceEdit): string | undefined {
+  const map = JSON.parse(mapJson) as { sources: string[]; mappings: string };
+  const user = map.sources.indexOf(SOURCE_NAME);
+  if (user < 0) return undefined;
+  const lines = decode(map.mappings).map((segments) => {
+    const kept: SourceMapSegment[] = [];
+    for (const segment of segments) {
+      if (segment.length === 1 || segment[1] !== user) continue;
+      const [generated, , line, column] = segment;
+      if (line >= edit.trailer) continue;
+      let original = column;
+      if (line === edit.line && column >= edit.column) {
+        // inside the inserted text: the statement's start; after it: shifted back
+        original = column < edit.column + edit.added ? edit.column : column - edit.added + edit.removed;
+      }
+      kept.push([generated, 0, line, original]);
+    }
+    return kept;
+  });
+  return JSON.stringify({ version: 3, sources: [SOURCE_NAME], names: [], mappings: encode(lines) });
+}
+
+const UNEDITED: SourceEdit = { line: 0, column: 0, removed: 0, added: 0, trailer: Number.POSITIVE_INFINITY };
+
+/**
+ * Bundles the analysed source into one script, followed by a source map to the source as
+ * submitted (see splitCompiled); `edit` says how the analysed source differs from it.
+ */
+export async function bundle(code: string, edit: SourceEdit = UNEDITED): Promise<{ compiled: string } | CheckFailure> {
   try {
     const result = await esbuild.build({
       ...SCRIPT,
-      stdin: { contents: code, loader: "ts", sourcefile: "grader.ts" },
+      stdin: { contents: code, loader: "ts", sourcefile: SOURCE_NAME },
       plugins: [sandboxedImports],
+      outfile: "grader.js",
+      sourcemap: "external",
+      sourcesContent: false,
     });
-    return { compiled: result.outputFiles[0].text };
+    const script = result.outputFiles.find((f) => f.path.endsWith(".js"))?.text ?? "";
+    const mapFile = result.outputFiles.find((f) => f.path.endsWith(".js.map"));
+    const map = mapFile ? userSourceMap(mapFile.text, edit) : undefined;
+    if (map === undefined) return { compiled: script };
+    return { compiled: `${script}${script.endsWith("\n") ? "" : "\n"}${MAP_COMMENT}${Buffer.from(map).toString("base64")}\n` };
   } catch (error) {
     const errors = (error as esbuild.BuildFailure).errors;
     if (!errors) throw error;

@@ -4,11 +4,12 @@
 // string crosses out (reply.ts), read strictly; the three References the host keeps point at
 // trusted prelude functions.
 
+import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
 import { type PackedBatch, packBatch } from "./batch.ts";
 import type { CheckFailure, GradeErrorCode, GradeOutcome } from "./checks.ts";
 import { MOCK_THREAD } from "./checks.ts";
-import { bundle, bundlePrelude, checkSyntax } from "./compile.ts";
+import { bundle, bundlePrelude, checkSyntax, splitCompiled } from "./compile.ts";
 import { type DecodedReply, decodeReply, ReplyViolation } from "./reply.ts";
 import { checkNesting } from "./source-bounds.ts";
 
@@ -81,6 +82,8 @@ class GraderError extends Error {
 
 const preludeSource = bundlePrelude();
 const MOCK_BATCH = packBatch([MOCK_THREAD]);
+/** How long esbuild may take over one check (syntax, or the bundle). */
+export const PARSE_DEADLINE_MS = 2000;
 /** Heap bytes of a warm isolate are re-measured after its first call and every this many. */
 const MEASURE_EVERY = 32;
 
@@ -90,6 +93,11 @@ const MEASURE_EVERY = 32;
  */
 const wrapModule = (compiled: string) =>
   `(function () {\n"use strict";\ntry {\n${compiled}\n} catch (error) {\nglobalThis.__gradebox_load_failed(error);\n}\n})();\n`;
+/** where wrapModule puts the compiled script: lines before it (0-based line), columns before it on its first line */
+const WRAPPED_AT = ((wrapped: string[]) => {
+  const line = wrapped.findIndex((l) => l.includes("\0"));
+  return { line, column: wrapped[line].indexOf("\0") };
+})(wrapModule("\0").split("\n"));
 
 /** A live isolate with a grader loaded into it. */
 class Runtime {
@@ -98,6 +106,9 @@ class Runtime {
   private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
   heapBytes = 0;
   calls = 0;
+  /** the grader's source map (base64 JSON), parsed at its first error with a position */
+  private readonly mapText: string | undefined;
+  private sourceMap: TraceMap | null | undefined;
 
   /** Throws GraderError(GRADER_*) when the module body fails, times out or runs out of memory. */
   constructor(
@@ -106,6 +117,8 @@ class Runtime {
     { watch = UNWATCHED, progress }: EngineHooks,
   ) {
     this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
+    const { script, map } = splitCompiled(code);
+    this.mapText = map;
     try {
       this.context = this.isolate.createContextSync();
       this.isolate.compileScriptSync(preludeSource, { filename: "gradebox:prelude" }).runSync(this.context);
@@ -123,7 +136,9 @@ class Runtime {
       watch.begin(0, 0, limits.timeoutMs);
       try {
         failure = this.guard(() => {
-          this.isolate.compileScriptSync(wrapModule(code), { filename: "grader.js" }).runSync(this.context, { timeout: limits.timeoutMs });
+          this.isolate
+            .compileScriptSync(wrapModule(script), { filename: "grader.js" })
+            .runSync(this.context, { timeout: limits.timeoutMs });
           return this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
         });
       } finally {
@@ -169,8 +184,33 @@ class Runtime {
       this.fns.run.applySync(undefined, args, { timeout: this.limits.timeoutMs });
       const reply = this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs });
       if (++this.calls % MEASURE_EVERY === 1) this.measure();
-      return decodeReply(reply, maxItems);
+      return this.locate(decodeReply(reply, maxItems));
     });
+  }
+
+  /** Errors carry positions in grader.js out of the isolate: map them to the user's source, or drop them. */
+  private locate(reply: DecodedReply): DecodedReply {
+    const outcomes = reply.outcomes;
+    for (let k = 0; k < outcomes.length; k++) {
+      const outcome = outcomes[k];
+      if (!("error" in outcome) || outcome.error.line === undefined) continue;
+      const { code, message, line, column = 0 } = outcome.error;
+      const at = this.sourcePosition(line, column);
+      outcomes[k] = { error: at ? { code, message, line: at.line, column: at.column } : { code, message } };
+    }
+    return reply;
+  }
+
+  /** A 1-based line and column in grader.js as a 1-based line and column in the user's source. */
+  private sourcePosition(line: number, column: number): { line: number; column: number } | undefined {
+    if (this.sourceMap === undefined) this.sourceMap = parseSourceMap(this.mapText);
+    if (this.sourceMap === null) return undefined;
+    const generatedLine = line - WRAPPED_AT.line;
+    const generatedColumn = (generatedLine === 1 ? column - WRAPPED_AT.column : column) - 1;
+    if (generatedLine < 1 || generatedColumn < 0) return undefined;
+    const at = originalPositionFor(this.sourceMap, { line: generatedLine, column: generatedColumn });
+    if (at.line === null || at.column === null) return undefined;
+    return { line: at.line, column: at.column + 1 };
   }
 
   private heapNearlyFull(): boolean {
@@ -356,18 +396,45 @@ export class Engine {
     return violation === undefined ? { outcomes } : { outcomes, violation };
   }
 
+  /**
+   * Some sources within every size and nesting bound still make esbuild work for minutes and
+   * gigabytes (`a<a<a<…`, thousands of duplicate labels). Past the deadline the check fails, and
+   * the worker is to be replaced: its esbuild service is still busy, and exits with it.
+   */
+  private async withinParseDeadline<T>(work: Promise<T>): Promise<T | CheckFailure> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<CheckFailure>((resolve) => {
+      timer = setTimeout(() => {
+        this.spent = true;
+        resolve({
+          check: "syntax",
+          message: `the source took longer than ${PARSE_DEADLINE_MS / 1000} s to parse; simplify it (long chains of \`<\`, or thousands of labels or declarations, are the usual cause)`,
+          costly: true,
+        });
+      }, PARSE_DEADLINE_MS);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Set when a parse ran past its deadline: this worker should be replaced once it has answered. */
+  spent = false;
+
   /** The five checks (size is the server's); the pool grades any threads given with them. */
-  async validate(source: string): Promise<ValidationResult> {
+  async validate(source: string, { mock: runMock = true }: { mock?: boolean } = {}): Promise<ValidationResult> {
     // the server checks this too; here it guards every other caller of the engine
     const nesting = checkNesting(source);
     if (nesting) return { ok: false, failure: nesting };
-    const syntax = await checkSyntax(source);
+    const syntax = await this.withinParseDeadline(checkSyntax(source));
     if (syntax) return { ok: false, failure: syntax };
     // the TypeScript compiler is loaded only where validations run: it would double a grading worker's memory
     const { analyze } = await import("./analyze.ts");
     const analysis = analyze(source);
     if ("check" in analysis) return { ok: false, failure: analysis };
-    const built = await bundle(analysis.code);
+    const built = await this.withinParseDeadline(bundle(analysis.code, analysis.edit));
     if ("check" in built) return { ok: false, failure: built };
 
     let rt: Runtime;
@@ -384,16 +451,19 @@ export class Engine {
     const discard = () => current.dispose();
     const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: MOCK_BATCH.count };
     try {
-      const [mock] = this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes;
+      // with samples of its own, a grader's test_run is those samples (the pool grades them)
+      const [mock] = runMock ? this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes : [{ score: 0 }];
       if ("error" in mock) {
         return {
           ok: false,
           failure: {
             check: "test_run",
+            // where in the user's source it threw, for push's caret and the console's marked line
+            ...(mock.error.line === undefined ? {} : { line: mock.error.line, column: mock.error.column }),
             message:
               `grade failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
               'The sample thread\'s metadata is {}: guard reads of it (`thread.metadata.expected ?? ""`); to see how it grades real samples, ' +
-              "validate it with your own threads (`gradebox test FILE --threads samples.jsonl`)",
+              "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`), which test_run then uses instead",
           },
         };
       }
@@ -406,6 +476,16 @@ export class Engine {
   dispose(): void {
     for (const rt of this.warm.values()) rt.dispose();
     this.warm.clear();
+  }
+}
+
+/** A compiled grader's source map, or null when it has none or it cannot be read. */
+function parseSourceMap(base64: string | undefined): TraceMap | null {
+  if (base64 === undefined) return null;
+  try {
+    return new TraceMap(Buffer.from(base64, "base64").toString("utf8"));
+  } catch {
+    return null;
   }
 }
 

@@ -88,6 +88,7 @@ interface ValidateTask {
   kind: "validate";
   project: string;
   source: string;
+  mock: boolean;
   resolve: (result: ValidationResult) => void;
   reject: (error: Error) => void;
 }
@@ -331,7 +332,7 @@ export class SandboxPool extends EventEmitter {
     if (slot.retiring || this.closing) return;
     slot.retiring = true;
     this.spawn(slot.role).catch(() => {});
-    if (!slot.running) slot.child.disconnect();
+    if (!slot.running && slot.child.connected) slot.child.disconnect();
   }
 
   private onExit(slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
@@ -388,7 +389,8 @@ export class SandboxPool extends EventEmitter {
       return;
     }
     if (task.kind === "validate") {
-      if (blamed && !this.closing) this.emit("validationFault", task.project, message);
+      // a validation worker runs nothing but this project's validation: when it stops answering, that is the source's doing
+      if ((blamed || slot.hung) && !this.closing) this.emit("validationFault", task.project, message);
       task.reject(new SandboxCrashError(errorCode, message));
       return;
     }
@@ -459,6 +461,7 @@ export class SandboxPool extends EventEmitter {
     } else if (task.kind === "grade" && reply.op === "grade") {
       this.takeSlice(slot, task, reply);
     } else if (task.kind === "validate" && reply.op === "validate") {
+      if (reply.retire === true) this.retire(slot);
       task.resolve(reply.result);
     } else if (task.kind === "stats" && reply.op === "stats") {
       task.resolve(reply);
@@ -467,7 +470,7 @@ export class SandboxPool extends EventEmitter {
     } else {
       task.reject(new Error("the sandbox worker answered out of turn"));
     }
-    if (slot.retiring) slot.child.disconnect();
+    if (slot.retiring && slot.child.connected) slot.child.disconnect();
     this.pump();
   }
 
@@ -570,7 +573,7 @@ export class SandboxPool extends EventEmitter {
       slot.recent.add(task.grader.id);
       if (slot.recent.size > RECENT_MAX) slot.recent.delete(slot.recent.values().next().value as string);
     } else if (task.kind === "validate") {
-      request = { id, op: "validate", source: task.source };
+      request = { id, op: "validate", source: task.source, mock: task.mock };
       // the checks (bounded input), loading the module and grading the sample thread
       budgetMs = 20_000 + 2 * 2 * hardDeadline(limits.timeoutMs);
     } else {
@@ -630,13 +633,14 @@ export class SandboxPool extends EventEmitter {
   }
 
   /**
-   * The five checks and the sample thread run on the validation worker; threads given with the
-   * source are then graded like any batch of the project, on the grading workers.
+   * The five checks and the built-in sample thread (unless `mock` is false: the grader has
+   * samples of its own) run on the validation worker; threads given with the source are then
+   * graded like any batch of the project, on the grading workers.
    */
-  async validate(project: string, source: string, threads?: readonly WireThread[]): Promise<ValidationResult> {
+  async validate(project: string, source: string, threads?: readonly WireThread[], { mock = true } = {}): Promise<ValidationResult> {
     if (this.closing) throw new SandboxUnavailableError("the sandbox is shut down");
     const result = await new Promise<ValidationResult>((resolve, reject) => {
-      this.validations.push({ kind: "validate", project, source, resolve, reject });
+      this.validations.push({ kind: "validate", project, source, mock, resolve, reject });
       this.pump();
     });
     if (!result || typeof result !== "object" || typeof result.ok !== "boolean")
@@ -712,7 +716,13 @@ function isOutcome(o: unknown): o is GradeOutcome {
   if (!isRecord(o)) return false;
   if ("error" in o) {
     const e = o.error;
-    return isRecord(e) && CODES.has(e.code as string) && typeof e.message === "string" && e.message.length <= MAX_MESSAGE + 1;
+    return (
+      isRecord(e) &&
+      CODES.has(e.code as string) &&
+      typeof e.message === "string" &&
+      e.message.length <= MAX_MESSAGE + 1 &&
+      (e.line === undefined ? e.column === undefined : isPosition(e.line) && isPosition(e.column))
+    );
   }
   return (
     typeof o.score === "number" &&
@@ -722,6 +732,9 @@ function isOutcome(o: unknown): o is GradeOutcome {
     (o.subscores === undefined || Array.isArray(o.subscores))
   );
 }
+
+/** a line or column in a grader's source (1-based; a 64 KiB source has no more) */
+const isPosition = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 1 && x <= 1_000_000;
 
 const VERDICTS = new Set(["timeout", "memory", "stalled", "recycle"]);
 const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0 && x <= 1e9;

@@ -9,7 +9,7 @@
 
 import { adoptThread, StringThread } from "../sdk/thread.ts";
 import { BatchReader } from "./batch.ts";
-import { encodeError, encodeNumber, encodeResult, MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
+import { encodeError, encodeNumber, encodeResult, MAX_MESSAGE, MAX_POSITION, MAX_RESULT } from "./reply.ts";
 import { SLOT } from "./slot.ts";
 
 type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
@@ -20,6 +20,8 @@ const g = globalThis as Record<string, unknown>;
 const jsonStringify = JSON.stringify;
 const objectCreate = Object.create;
 const sliceString = Function.prototype.call.bind(String.prototype.slice) as (text: string, start: number, end: number) => string;
+const indexOfString = Function.prototype.call.bind(String.prototype.indexOf) as (text: string, search: string, from: number) => number;
+const charCodeAt = Function.prototype.call.bind(String.prototype.charCodeAt) as (text: string, at: number) => number;
 const now = Date.now;
 const numberIsFinite = Number.isFinite;
 const min = Math.min;
@@ -71,6 +73,84 @@ function messageOf(error: unknown): string {
   }
   if (typeof text !== "string") text = "threw a value that could not be read";
   return text.length > MAX_MESSAGE ? `${sliceString(text, 0, MAX_MESSAGE)}…` : text;
+}
+
+// Where grader code threw: the first frame of `error.stack` in the grader's script. V8's default
+// formatter (pinned above) writes a frame as "    at name (grader.js:L:C)" or "    at grader.js:L:C",
+// at most 10 of them, after the message; the engine maps L:C back to the user's source.
+const SCRIPT_NAME = "grader.js:";
+/** characters at the end of a stack that are searched: its frames follow a message of any length */
+const STACK_TAIL = 16 * 1024;
+/** the position positionOf found: 0, 0 when none */
+let thrownLine = 0;
+let thrownColumn = 0;
+
+/** Reads a decimal number of at most 6 digits at `at`; returns where it ends, or -1. Sets `digitsValue`. */
+let digitsValue = 0;
+function readDigits(text: string, at: number): number {
+  let value = 0;
+  let end = at;
+  while (end < text.length && end - at < 7) {
+    const c = charCodeAt(text, end);
+    if (c < 48 || c > 57) break;
+    value = value * 10 + (c - 48);
+    end++;
+  }
+  if (end === at || end - at > 6) return -1;
+  digitsValue = value;
+  return end;
+}
+
+/**
+ * Sets thrownLine/thrownColumn from the error's stack. Runs under the call's time limit (the
+ * stack is formatted when read, calling the error's name and message getters) and trusts
+ * nothing: a `stack` getter that throws, or a stack that is not a string, means no position.
+ */
+function positionOf(error: unknown): void {
+  thrownLine = 0;
+  thrownColumn = 0;
+  let stack: unknown;
+  try {
+    if (error === null || (typeof error !== "object" && typeof error !== "function")) return;
+    stack = (error as { stack?: unknown }).stack;
+  } catch {
+    return;
+  }
+  if (typeof stack !== "string") return;
+  const text = stack.length > STACK_TAIL ? sliceString(stack, stack.length - STACK_TAIL, stack.length) : stack;
+  // each turn moves past one occurrence of the script's name: at most STACK_TAIL / 10 turns
+  let from = 0;
+  for (;;) {
+    const found = indexOfString(text, SCRIPT_NAME, from);
+    if (found < 0) return;
+    from = found + SCRIPT_NAME.length;
+    // "(grader.js:L:C)" ends its line; so does "at grader.js:L:C" (a frame without a function name)
+    const before = found > 0 ? charCodeAt(text, found - 1) : -1;
+    const bracketed = before === 40; // (
+    if (!bracketed && !(before === 32 && found >= 3 && sliceString(text, found - 3, found) === "at ")) continue;
+    const lineEnd = readDigits(text, from);
+    if (lineEnd < 0 || charCodeAt(text, lineEnd) !== 58) continue; // :
+    const line = digitsValue;
+    let end = readDigits(text, lineEnd + 1);
+    if (end < 0) continue;
+    const column = digitsValue;
+    if (bracketed) {
+      if (charCodeAt(text, end) !== 41) continue; // )
+      end++;
+    }
+    if (end < text.length && charCodeAt(text, end) !== 10) continue; // \n
+    if (line < 1 || column < 1 || line > MAX_POSITION || column > MAX_POSITION) return;
+    thrownLine = line;
+    thrownColumn = column;
+    return;
+  }
+}
+
+/** What grader code threw, as a GRADER_ERROR record with where it was thrown. */
+function thrown(error: unknown): Encoded {
+  const message = messageOf(error);
+  positionOf(error);
+  return encodeError("GRADER_ERROR", message, thrownLine, thrownColumn);
 }
 
 const invalid = (message: string) => encodeError("INVALID_SCORE", message);
@@ -175,7 +255,7 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
         const thread = adoptThread(batch.turns(i), batch.metadataOf(i));
         record = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
       } catch (error) {
-        record = encodeError("GRADER_ERROR", messageOf(error));
+        record = thrown(error);
       }
       records = records + record;
       pendingItem = false;

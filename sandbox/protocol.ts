@@ -7,7 +7,8 @@ import type { EngineLimits, GraderCode, SliceOptions, SliceResult, ValidationRes
 export type WorkerRequest =
   /** grade `batch` from item `from` on, for one slice */
   | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
-  | { id: number; op: "validate"; source: string }
+  /** `mock`: grade the built-in sample thread (test_run without samples of the grader's own) */
+  | { id: number; op: "validate"; source: string; mock: boolean }
   | { id: number; op: "stats" };
 
 /** Not a request: handled when it arrives, answered by nothing. */
@@ -15,7 +16,8 @@ export type WorkerNotice = { op: "forget"; ids: string[] };
 
 export type WorkerReply =
   | ({ id: number; op: "grade" } & SliceResult)
-  | { id: number; op: "validate"; result: ValidationResult }
+  /** `retire`: the worker should be replaced (its esbuild is stuck on a source past its deadline) */
+  | { id: number; op: "validate"; result: ValidationResult; retire?: boolean }
   | { id: number; op: "stats"; warm: number; warmHeapBytes: number; evictions: number; rss: number }
   | { id: number; op: "failed"; message: string };
 

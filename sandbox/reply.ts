@@ -6,7 +6,10 @@
 // Records, one per graded item, in order:
 //   n<number>;                 a finite score
 //   r<length>:<json>           a structured result, its JSON exactly <length> characters
-//   e<code index>,<length>:<message>
+//   e<code index>,<line>,<column>,<length>:<message>
+//                              an error; <line>,<column> (1-based) are where in the script the
+//                              isolate ran (grader.js) a GRADER_ERROR was thrown, 0,0 when unknown
+//                              (the engine maps them back to the user's source)
 // then one trailer character: "." (the call ended: all asked items done, or its time slice ran
 // out) or "p" (the next item's promise was still pending when the microtasks drained, so it can
 // never settle).
@@ -28,9 +31,14 @@ export const encodeResult = (json: string): string => `r${json.length}:${json}`;
 // a null-prototype table, filled when the module loads: looking a code up consults no prototype
 const CODE_INDEX: Record<string, number> = Object.create(null);
 for (let i = 0; i < GRADE_ERROR_CODES.length; i++) CODE_INDEX[GRADE_ERROR_CODES[i]] = i;
-export const encodeError = (code: GradeErrorCode, message: string): string => `e${CODE_INDEX[code]},${message.length}:${message}`;
+/** the largest line or column an error record carries (six digits); a larger one is sent as unknown */
+export const MAX_POSITION = 999_999;
+// every part is a primitive number or string (the prelude passes numbers it parsed itself)
+export const encodeError = (code: GradeErrorCode, message: string, line = 0, column = 0): string =>
+  `e${CODE_INDEX[code]},${line},${column},${message.length}:${message}`;
 
 export interface DecodedReply {
+  /** an error's line and column, when present, are still positions in grader.js (the engine maps them) */
   outcomes: GradeOutcome[];
   /** the item after the last outcome never settled */
   pending: boolean;
@@ -76,11 +84,17 @@ export function decodeReply(text: unknown, asked: number): DecodedReply {
       at = start + length;
     } else if (tag === "e") {
       const [code, afterCode] = readLength(text, at + 1, ",");
-      const [length, start] = readLength(text, afterCode, ":");
+      const [line, afterLine] = readLength(text, afterCode, ",");
+      const [column, afterColumn] = readLength(text, afterLine, ",");
+      const [length, start] = readLength(text, afterColumn, ":");
       const name = GRADE_ERROR_CODES[code];
       if (name === undefined || length > MAX_MESSAGE + 1) throw new ReplyViolation("an error record is malformed");
+      // a position comes whole (both or neither) and only with an error the grader's code threw
+      if ((line === 0) !== (column === 0) || (line !== 0 && name !== "GRADER_ERROR"))
+        throw new ReplyViolation("an error record's position is malformed");
       if (start + length > text.length) throw new ReplyViolation("an error record is cut short");
-      outcomes.push({ error: { code: name, message: text.slice(start, start + length) } });
+      const message = text.slice(start, start + length);
+      outcomes.push({ error: line === 0 ? { code: name, message } : { code: name, message, line, column } });
       at = start + length;
     } else {
       throw new ReplyViolation(`an unknown record tag at character ${at}`);

@@ -58,7 +58,13 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
     case "grade":
       return { id: req.id, op: "grade", ...engine.gradeSlice(req.grader, req.batch, req.from, req.options) };
     case "validate":
-      return { id: req.id, op: "validate", result: await engine.validate(req.source) };
+      return {
+        id: req.id,
+        op: "validate",
+        result: await engine.validate(req.source, { mock: req.mock }),
+        // a parse ran past its deadline and esbuild is still at it: this worker is to be replaced
+        ...(engine.spent ? { retire: true } : {}),
+      };
     case "stats":
       return {
         id: req.id,

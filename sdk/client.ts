@@ -16,8 +16,10 @@ import type {
   GraderVersion,
   GraderVersionWithSource,
   GraderWithSource,
+  Sample,
   ThreadInput,
   UpdateFunctionParams,
+  UpdateResult,
   ValidateResponse,
 } from "./types.ts";
 
@@ -50,6 +52,11 @@ const env = (name: string): string | undefined =>
 function toWire(thread: ThreadInput): WireThread {
   return thread instanceof StringThread ? thread.toJSON() : thread;
 }
+
+const samplesBody = (samples: Sample[] | undefined) =>
+  samples === undefined
+    ? {}
+    : { samples: samples.map(({ thread, expected }) => ({ thread: toWire(thread), ...(expected === undefined ? {} : { expected }) })) };
 
 async function readSource(input: GraderSourceInput): Promise<string> {
   const given = [input.fn, input.source, input.file].filter((v) => v !== undefined).length;
@@ -153,7 +160,7 @@ export class Graders {
       function: async (params) => {
         const source = await readSource(params);
         return this.client.request<GraderWithSource>("POST", this.path(), {
-          body: { key: params.key, source, description: params.description ?? "" },
+          body: { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) },
           retry: false,
         });
       },
@@ -245,10 +252,15 @@ export class Graders {
    * Checks a new source and stores it as the grader's next version, which becomes current;
    * nothing changes when a check fails (BadRequest/ValidationError) or the grader is locked (ConflictError).
    */
-  async update(params: UpdateFunctionParams): Promise<GraderWithSource> {
+  async update(params: UpdateFunctionParams): Promise<UpdateResult> {
     const source = await readSource(params);
     return this.client.request("PUT", this.keyPath(params.graderKey), {
-      body: { source, ...(params.description === undefined ? {} : { description: params.description }) },
+      body: {
+        source,
+        ...(params.description === undefined ? {} : { description: params.description }),
+        ...samplesBody(params.samples),
+        ...(params.dryRun ? { dryRun: true } : {}),
+      },
       retry: false,
     });
   }
@@ -259,7 +271,7 @@ export class Graders {
       (await this.client.request<{ data: GraderVersion[] }>("GET", this.keyPath(graderKey, "/versions"), { retry: true })).data,
     get: ({ graderKey, version }: { graderKey: string; version: number }): Promise<GraderVersionWithSource> =>
       this.client.request("GET", this.keyPath(graderKey, `/versions/${version}`), { retry: true }),
-    restore: ({ graderKey, version }: { graderKey: string; version: number }): Promise<GraderWithSource> =>
+    restore: ({ graderKey, version }: { graderKey: string; version: number }): Promise<UpdateResult> =>
       this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false }),
   };
 }

@@ -65,6 +65,14 @@ export class GraderValidationError extends UnprocessableEntityError {
 /** The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE, SANDBOX_CRASHED, COMPONENT_FAILED. */
 export class GraderRuntimeError extends UnprocessableEntityError {
   override name = "GraderRuntimeError";
+  /** GRADER_ERROR: where in the grader's source (1-based) it was thrown, when known */
+  readonly line?: number;
+  readonly column?: number;
+  constructor(status: number, code: string, requestId: string | undefined, message: string, body: Record<string, unknown>) {
+    super(status, code, requestId, message, body);
+    if (typeof body.line === "number") this.line = body.line;
+    if (typeof body.column === "number") this.column = body.column;
+  }
 }
 
 /** No answer from the server: refused, reset, DNS… */

@@ -54,7 +54,8 @@ export interface GradeScore {
   metadata?: Record<string, unknown>;
   subscores?: SubScore[];
 }
-export type GradeResult = GradeScore | { error: { code: GradeErrorCode; message: string } };
+/** An error's line and column (1-based, in the grader's source as submitted) say where a GRADER_ERROR was thrown, when known. */
+export type GradeResult = GradeScore | { error: { code: GradeErrorCode; message: string; line?: number; column?: number } };
 export interface GradeResponse extends GradeScore {
   durationMs: number;
   /** the version that graded it */
@@ -84,9 +85,26 @@ export type GraderSourceInput =
   | { fn: GraderFunction; source?: never; file?: never }
   | { source: string; fn?: never; file?: never }
   | { file: string; fn?: never; source?: never };
-export type CreateFunctionParams = GraderSourceInput & { key: string; description?: string };
+/** A sample thread a grader carries: test_run grades it, and must give `expected` when set. */
+export interface Sample {
+  thread: ThreadInput;
+  expected?: number;
+}
+export type CreateFunctionParams = GraderSourceInput & { key: string; description?: string; samples?: Sample[] };
 /** A new source for a stored function grader; `description` keeps the current one when absent. */
-export type UpdateFunctionParams = GraderSourceInput & { graderKey: string; description?: string };
+export type UpdateFunctionParams = GraderSourceInput & {
+  graderKey: string;
+  description?: string;
+  /** replace the grader's samples (absent: keep them) */
+  samples?: Sample[];
+  /** check and report on the samples, store nothing */
+  dryRun?: boolean;
+};
+/** The grader after an update (unchanged for a dry run), and each sample whose score changed (an error as its code). */
+export interface UpdateResult extends GraderWithSource {
+  report: { samples: number; changed: Array<{ index: number; before: number | string; after: number | string }> };
+  dryRun?: boolean;
+}
 export interface CreateCombinedParams {
   key: string;
   /** weighted = combine (positive weights normalized), any = max, all = min */

@@ -30,7 +30,10 @@ export async function gradeCombined(
         return {
           error: {
             code: "COMPONENT_FAILED",
-            message: `part "${part.name}" (grader ${part.graderKey}) failed with ${outcome.error.code}: ${outcome.error.message}`,
+            // a position is in the part's source, not the combined grader's: it goes in the message
+            message: `part "${part.name}" (grader ${part.graderKey}) failed with ${outcome.error.code}: ${outcome.error.message}${
+              outcome.error.line === undefined ? "" : ` (line ${outcome.error.line}, column ${outcome.error.column} of ${part.graderKey})`
+            }`,
           },
         };
       }

@@ -100,7 +100,12 @@ export const Grader = z.object({
 /** One grader in full: a function grader's source, or a combined grader's parts. */
 export const GraderDetail = Grader.extend({ source: z.string().optional(), parts: z.array(PartOut).optional() });
 
-export const GradeError = z.object({ code: z.enum(GRADE_ERROR_CODES), message: z.string() });
+export const GradeError = z.object({
+  code: z.enum(GRADE_ERROR_CODES),
+  message: z.string(),
+  line: z.number().optional().describe("GRADER_ERROR: the line (1-based) of the grader's source where it was thrown, when known"),
+  column: z.number().optional().describe("GRADER_ERROR: the column (1-based) on that line"),
+});
 export const GradeScore = z.object({
   score: z.number(),
   reason: z.string().optional(),
@@ -133,3 +138,11 @@ export const GraderVersion = z.object({
   createdAt: z.string(),
 });
 export const GraderVersionDetail = GraderVersion.extend({ source: z.string() });
+
+/** What an update did to the grader's samples: their count, and each one whose score changed (an error as its code). */
+export const UpdateReport = z.object({
+  samples: z.number(),
+  changed: z.array(z.object({ index: z.number(), before: z.union([z.number(), z.string()]), after: z.union([z.number(), z.string()]) })),
+});
+/** The grader after an update (its current one, unchanged, for a dry run) and the samples report. */
+export const UpdateResult = GraderDetail.extend({ report: UpdateReport, dryRun: z.boolean().optional() });

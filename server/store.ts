@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import type { WireThread } from "../sdk/thread.ts";
 import { AppError } from "./errors.ts";
 import { Keys } from "./keys.ts";
 
@@ -27,6 +28,12 @@ export interface ResolvedPart extends Part {
   pinned: boolean;
   compiled: string;
   quarantinedAt: string | null;
+}
+
+/** A sample thread a grader carries, with the score it should get. */
+export interface Sample {
+  thread: WireThread;
+  expected?: number;
 }
 
 /** One stored version of a function grader. */
@@ -67,7 +74,9 @@ export interface GraderRow {
 export const FAULT_WINDOW_MS = 10 * 60 * 1000;
 export const FAULTS_TO_QUARANTINE = 3;
 
-export type NewGrader = Pick<GraderRow, "project" | "key" | "description" | "source" | "compiled" | "sourceSha256" | "warnings">;
+export type NewGrader = Pick<GraderRow, "project" | "key" | "description" | "source" | "compiled" | "sourceSha256" | "warnings"> & {
+  samples?: Sample[];
+};
 
 interface Raw {
   id: string;
@@ -190,8 +199,8 @@ export class Store {
          WHERE p.combined_id = ? ORDER BY p.position`,
       ),
       insertVersion: this.db.prepare(
-        `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, created_at)
-         VALUES (@id, @version, @description, @source, @compiled, @sourceSha256, @warnings, @now)`,
+        `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, samples, created_at)
+         VALUES (@id, @version, @description, @source, @compiled, @sourceSha256, @warnings, @samples, @now)`,
       ),
       setCurrent: this.db.prepare(
         `UPDATE graders SET version = @version, description = @description, source = @source, compiled = @compiled,
@@ -201,6 +210,7 @@ export class Store {
         "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
       ),
       version: this.db.prepare("SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?"),
+      samples: this.db.prepare("SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?").pluck(),
       usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
     };
   }
@@ -237,7 +247,14 @@ export class Store {
     const id = randomUUID();
     try {
       this.db.transaction(() => {
-        const values = { ...g, id, version: 1, warnings: JSON.stringify(g.warnings), now: new Date().toISOString() };
+        const values = {
+          ...g,
+          id,
+          version: 1,
+          warnings: JSON.stringify(g.warnings),
+          samples: JSON.stringify(g.samples ?? []),
+          now: new Date().toISOString(),
+        };
         this.stmts.insert.run(values);
         this.stmts.insertVersion.run(values);
       })();
@@ -293,17 +310,29 @@ export class Store {
       if (expected !== undefined && row.version !== expected) {
         throw new AppError("GRADER_CONFLICT", `grader "${key}" changed to version ${row.version} while this update was checked; try again`);
       }
+      // samples carry over to the new version unless new ones are given
+      const samples =
+        next.samples === undefined
+          ? ((this.stmts.samples.get(row.id, row.version) as string | undefined) ?? "[]")
+          : JSON.stringify(next.samples);
       const values = {
         ...next,
         id: row.id,
         version: row.version + 1,
         warnings: JSON.stringify(next.warnings),
+        samples,
         now: new Date().toISOString(),
       };
       this.stmts.insertVersion.run(values);
       this.stmts.setCurrent.run(values);
     })();
     return this.mustGet(project, key);
+  }
+
+  /** The samples of a grader's version (its current one by default). */
+  samples(row: GraderRow, version = row.version): Sample[] {
+    const text = this.stmts.samples.get(row.id, version) as string | undefined;
+    return text ? (JSON.parse(text) as Sample[]) : [];
   }
 
   versions(project: string, key: string): Array<Omit<GraderVersion, "source" | "compiled">> {

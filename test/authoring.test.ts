@@ -149,6 +149,6 @@ describe("test_run on the built-in sample thread", () => {
     assert.match(message, /built-in sample thread/);
     assert.match(message, /metadata is \{\}/);
     assert.match(message, /thread\.metadata\.expected \?\? ""/);
-    assert.match(message, /your own threads/);
+    assert.match(message, /samples/);
   });
 });

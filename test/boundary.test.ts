@@ -258,3 +258,22 @@ describe("validation that takes its worker down", () => {
     assert.equal(other.status, 201, "another project registers as usual");
   });
 });
+
+describe("sources that make esbuild work for minutes", () => {
+  test("a parse past 2 s fails the syntax check at once, the validation worker is replaced, and it counts toward the rate limit", async () => {
+    const slow = `const x = ${"a<".repeat(8000)}a;\nasync function grade(t) { return 1 }`;
+    const [res, ms] = await timed(() => call(s.app, "POST", "/v1/projects/parser/graders", { key: "slow-parse", source: slow }));
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.equal(res.body.check, "syntax");
+    assert.match(res.body.message, /longer than 2 s to parse/);
+    assert.ok(ms < 4000, `answered after ${Math.round(ms)} ms`);
+    // another project registers while the validation worker is replaced
+    const [other, waited] = await timed(() =>
+      call(s.app, "POST", "/v1/projects/bystander/graders", { key: "fine", source: "async (t) => 1" }),
+    );
+    assert.equal(other.status, 201, JSON.stringify(other.body));
+    assert.ok(waited < 5000, `another project's registration waited ${Math.round(waited)} ms`);
+    for (let i = 0; i < 2; i++) await call(s.app, "POST", "/v1/projects/parser/graders/validate", { source: slow });
+    assert.equal((await call(s.app, "POST", "/v1/projects/parser/graders/validate", { source: "async (t) => 1" })).status, 429);
+  });
+});

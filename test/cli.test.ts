@@ -142,3 +142,52 @@ test("push on an existing key stores a new version and says so; versions, diff a
   assert.equal((await run("grade", "ver", "--thread", thread)).stdout.trim(), "0.5");
   assert.match((await runFail("grade", "ver@x", "--thread", thread)).stderr, /whole number/);
 });
+
+test("push --samples: test_run grades the samples; --dry-run reports how their scores change and stores nothing", async () => {
+  const file = join(dir, "expects.ts");
+  writeFileSync(file, "async function grade(t) {\n  return t.completion() === t.metadata.expected ? 1 : 0;\n}\n");
+  const samples = join(dir, "samples.jsonl");
+  const line = (content: string, expected?: number) =>
+    JSON.stringify({
+      thread: { turns: [{ role: "assistant", content }], metadata: { expected: "4" } },
+      ...(expected === undefined ? {} : { expected }),
+    });
+  writeFileSync(samples, `${line("4", 1)}\n${line(" 4")}\n`);
+  assert.match((await run("push", file, "--key", "expects", "--samples", samples)).stdout, /✓ created expects \(version 1\)/);
+  writeFileSync(file, "async function grade(t) {\n  return (t.completion() ?? '').trim() === t.metadata.expected ? 1 : 0;\n}\n");
+  const dry = (await run("push", file, "--key", "expects", "--dry-run")).stdout;
+  assert.match(dry, /dry run: nothing stored/);
+  assert.match(dry, /samples: 2, 1 changed\n {4}sample 1: 0 → 1/);
+  assert.match((await run("versions", "expects")).stdout, /^\* {4}1 /m, "still at version 1");
+  writeFileSync(samples, `${line("4", 0)}\n`);
+  const failed = await runFail("push", file, "--key", "expects", "--samples", samples);
+  assert.match(failed.stderr, /test_run check failed: sample 0 should score 0 but scored 1/);
+});
+
+test("a grader error: grade --thread prints the line with a caret under the column; test --threads gives each error's line and column", async () => {
+  const file = join(dir, "throws.ts");
+  const source = "async function grade(t) {\n  if (!t.metadata.k) return 0;\n  return t.metadata.k.filter((x) => x).length;\n}\n";
+  writeFileSync(file, source);
+  await run("push", file, "--key", "throws");
+  const bad = JSON.stringify({ turns: [{ role: "assistant", content: "x" }], metadata: { k: 3 } });
+  const good = JSON.stringify({ turns: [{ role: "assistant", content: "x" }] });
+  const thread = join(dir, "k.json");
+  writeFileSync(thread, bad);
+  // column 23: `filter`, where V8 says the TypeError was thrown
+  const caret = / {2}3 \| {3}return t\.metadata\.k\.filter\(\(x\) => x\)\.length;\n {4}\| {23}\^/;
+  for (const ref of ["throws", "throws@1"]) {
+    const failed = await runFail("grade", ref, "--thread", thread);
+    assert.equal(failed.code, 1);
+    assert.match(failed.stderr, /GRADER_ERROR: TypeError: t\.metadata\.k\.filter is not a function \(line 3, column 23\)/);
+    assert.match(failed.stderr, caret);
+  }
+  const json = JSON.parse((await runFail("grade", "throws", "--thread", thread, "--json")).stdout);
+  assert.deepEqual([json.error.code, json.error.line, json.error.column], ["GRADER_ERROR", 3, 23]);
+
+  const threads = join(dir, "k.jsonl");
+  writeFileSync(threads, `${good}\n${bad}\n`);
+  const { stdout } = await run("test", file, "--threads", threads);
+  assert.match(stdout, /thread 1: 0\n/);
+  assert.match(stdout, /thread 2: GRADER_ERROR: TypeError: t\.metadata\.k\.filter is not a function \(line 3, column 23\)\n/);
+  assert.match(stdout, / {6}3 \| {3}return t\.metadata\.k\.filter\(\(x\) => x\)\.length;\n {8}\| {23}\^/);
+});

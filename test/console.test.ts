@@ -178,3 +178,72 @@ test("versions: list, diff two versions, restore an old one, edit as a new versi
   await page.waitForFunction(() => document.querySelector("#results tbody td:nth-child(2)")?.textContent === "0.5");
   await shot("console-versions");
 });
+
+test("samples uploaded with a new grader drive its test_run; a wrong expectation is shown and nothing is created", async () => {
+  const sampleLine = (expected: number) =>
+    JSON.stringify({ thread: { turns: [{ role: "assistant", content: "4" }], metadata: { expected: "4" } }, expected });
+  await page.click("#new-grader");
+  await page.fill("#create-key", "sampled");
+  await page.fill("#create-source", "async (t) => (t.completion() === t.metadata.expected.trim() ? 1 : 0)");
+  await page.setInputFiles("#create-samples", {
+    name: "samples.jsonl",
+    mimeType: "application/json",
+    buffer: Buffer.from(`${sampleLine(0)}\n`),
+  });
+  await page.click("#create-submit");
+  await page.waitForSelector("#create-error:has-text('sample 0 should score 0 but scored 1')");
+  assert.equal(s.store.get("web", "sampled"), undefined);
+  await page.setInputFiles("#create-samples", {
+    name: "samples.jsonl",
+    mimeType: "application/json",
+    buffer: Buffer.from(`${sampleLine(1)}\n`),
+  });
+  await page.click("#create-submit");
+  await page.waitForSelector("#graders tr[data-key='sampled']");
+  assert.equal(s.store.samples(s.store.mustGet("web", "sampled")).length, 1);
+});
+
+test("a grader error in the test panel: its row says line and column, the row under it shows the source line with a caret", async () => {
+  const source =
+    "async function grade(thread: StringThread): Promise<number> {\n" +
+    "  const words = (thread.metadata.words ?? []) as string[];\n" +
+    '  return words.filter((w) => (thread.completion() ?? "").includes(w)).length;\n' +
+    "}";
+  assert.equal((await call(s.app, "POST", "/v1/projects/web/graders", { key: "wordy", source })).status, 201);
+  await page.reload();
+  await page.click("#graders tr[data-key='wordy']");
+  await page.waitForSelector("#detail-key:has-text('wordy')");
+  await page.check("input[name='target'][value='stored']");
+  await page.fill("#test-version", "");
+  const t = (metadata: Record<string, unknown>) => JSON.stringify({ turns: [{ role: "assistant", content: "a b" }], metadata });
+  await page.fill("#threads", [t({ words: ["a"] }), t({ words: 3 }), t({})].join("\n"));
+  await page.click("#run-test");
+  await page.waitForSelector("#results tbody tr.error-source");
+  const rows = await page.locator("#results tbody tr").allTextContents();
+  assert.equal(rows.length, 4, "three threads and one source row");
+  assert.match(rows[0], /^11/);
+  assert.equal(rows[1], "2GRADER_ERROR: TypeError: words.filter is not a function (line 3, column 16)");
+  assert.equal(await page.getAttribute("#results tbody tr:nth-child(3)", "class"), "error-source");
+  assert.equal(
+    await page.textContent("#results tbody tr.error-source pre"),
+    '3 |   return words.filter((w) => (thread.completion() ?? "").includes(w)).length;\n  |                ^',
+  );
+  assert.match(rows[3], /^30/);
+  await shot("console-test-error-line");
+
+  // the unsaved source: the arrow's line is the one the analyser prefixes, its columns are still the user's
+  await page.click("#new-grader");
+  await page.fill("#create-source", "// draft\n\nasync (t) => (t.metadata.words ? t.metadata.words.filter(Boolean).length : 0)");
+  await page.check("input[name='target'][value='source']");
+  await page.fill("#threads", t({ words: 3 }));
+  await page.click("#run-test");
+  await page.waitForSelector("#results tbody tr.error-source");
+  assert.match(
+    (await page.locator("#results tbody tr").first().textContent()) ?? "",
+    /GRADER_ERROR: TypeError: t\.metadata\.words\.filter is not a function \(line 3, column 51\)$/,
+  );
+  assert.equal(
+    await page.textContent("#results tbody tr.error-source pre"),
+    `3 | async (t) => (t.metadata.words ? t.metadata.words.filter(Boolean).length : 0)\n  | ${" ".repeat(50)}^`,
+  );
+});

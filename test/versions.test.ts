@@ -164,3 +164,60 @@ test("a database made before versions existed is upgraded: every grader becomes 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+describe("sample threads", () => {
+  const expects =
+    "async function grade(t: StringThread): Promise<number> {\n  return t.completion() === t.metadata.expected.trim() ? 1 : 0;\n}";
+  const sample = (completion: string, expected: string, score?: number) => ({
+    thread: new StringThread([["assistant", completion]], { expected }),
+    ...(score === undefined ? {} : { expected: score }),
+  });
+
+  test("with samples, test_run grades them instead of the built-in thread (whose metadata is {})", async () => {
+    const bare = await call(s.app, "POST", "/v1/projects/ver/graders", { key: "no-samples", source: expects });
+    assert.equal(bare.status, 422);
+    assert.equal(bare.body.check, "test_run");
+    const created = await client.graders.create.function({
+      key: "with-samples",
+      source: expects,
+      samples: [sample("4", "4", 1), sample("5", "4", 0)],
+    });
+    assert.equal(created.version, 1);
+  });
+
+  test("a sample that scores other than its expected score fails test_run with its index, expected and actual", async () => {
+    const res = await call(s.app, "POST", "/v1/projects/ver/graders", {
+      key: "wrong-expectation",
+      source: expects,
+      samples: [{ thread: { turns: [{ role: "assistant", content: "4" }], metadata: { expected: "4" } }, expected: 0 }],
+    });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.check, "test_run");
+    assert.deepEqual([res.body.index, res.body.expected, res.body.actual], [0, 0, 1]);
+    assert.match(res.body.message, /sample 0 should score 0 but scored 1/);
+    assert.equal(s.store.get("ver", "wrong-expectation"), undefined, "nothing was stored");
+  });
+
+  test("an update reports each sample whose score changes; a dry run stores nothing; samples carry over", async () => {
+    // three samples without expectations: their scores may change
+    await client.graders.create.function({
+      key: "lenient",
+      source: expects,
+      samples: [sample("4", "4"), sample(" 4 ", "4"), sample("5", "4")],
+    });
+    const trims =
+      "async function grade(t: StringThread): Promise<number> {\n  return (t.completion() ?? '').trim() === t.metadata.expected.trim() ? 1 : 0;\n}";
+    const dry = await client.graders.update({ graderKey: "lenient", source: trims, dryRun: true });
+    assert.equal(dry.dryRun, true);
+    assert.equal(dry.version, 1, "a dry run stores nothing");
+    assert.deepEqual(dry.report, { samples: 3, changed: [{ index: 1, before: 0, after: 1 }] });
+    assert.equal((await client.graders.get({ graderKey: "lenient" })).version, 1);
+
+    const real = await client.graders.update({ graderKey: "lenient", source: trims });
+    assert.equal(real.version, 2);
+    assert.deepEqual(real.report.changed, [{ index: 1, before: 0, after: 1 }]);
+    // version 2 carries the samples: an update back reports the change the other way
+    const back = await client.graders.update({ graderKey: "lenient", source: expects, dryRun: true });
+    assert.deepEqual(back.report, { samples: 3, changed: [{ index: 1, before: 1, after: 0 }] });
+  });
+});

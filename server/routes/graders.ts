@@ -30,9 +30,10 @@ import {
   ProjectParams,
   Source,
   threadSchema,
+  UpdateResult,
   VersionNumber,
 } from "../schemas.ts";
-import { type GraderRow, graderExists, type Store, sandboxId } from "../store.ts";
+import { type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
 
 export interface GraderRoutesOptions {
@@ -42,6 +43,9 @@ export interface GraderRoutesOptions {
   metrics: Metrics;
   validations: ValidationLimiter;
 }
+
+/** Samples a grader may carry: each is graded at every update, twice. */
+const MAX_SAMPLES = 100;
 
 const errors = {
   400: Problem,
@@ -125,6 +129,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
+  const Samples = z
+    .array(z.object({ thread: Thread, expected: z.number().finite().optional() }))
+    .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
+    .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
 
   app.get("/v1/me", { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...errors } } }, async (req) => ({
     project: req.project,
@@ -132,7 +140,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
-  async function validate(project: string, source: string, threads?: WireThread[]) {
+  /** Runs the five checks; with samples, test_run grades them instead of the built-in sample thread. */
+  async function validate(project: string, source: string, threads?: WireThread[], samples?: Sample[]) {
     validations.check(project);
     checkSourceSize(source);
     // before any parser: esbuild's time grows with the square (cube, for functions) of the nesting
@@ -141,17 +150,41 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const { check, message, line, column } = tooDeep;
       throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
     }
-    const result = await pool.validate(project, source, threads).catch((error: unknown) => {
+    const withSamples = samples !== undefined && samples.length > 0;
+    const graded = withSamples ? samples.map((x) => x.thread) : threads;
+    const result = await pool.validate(project, source, graded, { mock: !withSamples }).catch((error: unknown) => {
       if (!(error instanceof SandboxCrashError)) throw error;
       // the module body or the test run took its worker down (V8 aborts on some OOM paths)
       const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
       return { ok: false as const, failure };
     });
     if (!result.ok) {
-      const { check, message, line, column } = result.failure;
+      const { check, message, line, column, costly } = result.failure;
+      if (costly) validations.record(project);
       throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
     }
+    if (withSamples) checkSamples(samples, result.results ?? []);
     return result;
+  }
+
+  /** A sample that errors, or scores other than its `expected`, fails test_run with its index. */
+  function checkSamples(samples: Sample[], results: GradeOutcome[]): void {
+    const failed = (message: string, extra: Record<string, unknown>) => {
+      throw new AppError("VALIDATION_FAILED", `test_run check failed: ${message}`, { check: "test_run", message, ...extra });
+    };
+    for (const [index, sample] of samples.entries()) {
+      const outcome = results[index];
+      if (!outcome || "error" in outcome) {
+        const error = outcome && "error" in outcome ? `${outcome.error.code}: ${outcome.error.message}` : "no result";
+        failed(`grade failed on sample ${index} with ${error}`, { index });
+      } else if (sample.expected !== undefined && Math.abs(outcome.score - sample.expected) > 1e-9) {
+        failed(`sample ${index} should score ${sample.expected} but scored ${outcome.score}`, {
+          index,
+          expected: sample.expected,
+          actual: outcome.score,
+        });
+      }
+    }
   }
 
   app.post(
@@ -160,18 +193,18 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.create.function",
         params: ProjectParams,
-        body: z.object({ key: GraderKey, source: Source, description: Description }),
+        body: z.object({ key: GraderKey, source: Source, description: Description, samples: Samples.optional() }),
         response: { 201: GraderDetail, ...errors },
       },
     },
     async (req, reply) => {
       const { project } = req.params;
-      const { key, source, description } = req.body;
+      const { key, source, description, samples } = req.body;
       // answer a taken key before the five checks run; the insert still enforces it under races
       if (store.get(project, key)) throw graderExists(project, key);
-      const { compiled, warnings } = await validate(project, source);
+      const { compiled, warnings } = await validate(project, source, undefined, samples);
       const sourceSha256 = createHash("sha256").update(source).digest("hex");
-      const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings });
+      const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings, samples });
       return reply.code(201).send(detail(row));
     },
   );
@@ -353,7 +386,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const started = performance.now();
       const { outcomes, version } = await grade(req.params.project, req.params.graderKey, req.body.version, [req.body.thread], "grade");
       const [outcome] = outcomes;
-      if ("error" in outcome) throw new AppError(outcome.error.code, outcome.error.message, { version });
+      if ("error" in outcome) {
+        const { code, message, line, column } = outcome.error;
+        throw new AppError(code, message, line === undefined ? { version } : { version, line, column });
+      }
       return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
     },
   );
@@ -385,8 +421,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
   );
 
-  /** Checks a new source and stores it as the next version; nothing changes when a check fails. */
-  async function updateSource(project: string, key: string, source: string, description: string | undefined) {
+  /**
+   * Checks a new source and stores it as the next version; nothing changes when a check fails.
+   * With samples (given, or the current version's), reports each sample's score under the
+   * current version and the candidate; `dryRun` reports without storing.
+   */
+  async function updateSource(
+    project: string,
+    key: string,
+    next: { source: string; description?: string; samples?: Sample[]; dryRun?: boolean },
+  ): Promise<z.infer<typeof UpdateResult>> {
     const current = store.mustGet(project, key);
     if (current.locked) {
       throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before updating it`);
@@ -394,15 +438,35 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     if (current.kind !== "function") {
       throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${current.kind} grader; only function graders take a new source`);
     }
-    const { compiled, warnings } = await validate(project, source);
-    const sourceSha256 = createHash("sha256").update(source).digest("hex");
+    const samples = next.samples ?? store.samples(current);
+    const { compiled, warnings, results } = await validate(project, next.source, undefined, samples);
+    const before = samples.length
+      ? await pool.gradeBatch(
+          { id: sandboxId(current.id, current.version), project, compiled: current.compiled },
+          samples.map((x) => x.thread),
+        )
+      : [];
+    const brief = (o: GradeOutcome | undefined) => (o === undefined ? "none" : "error" in o ? o.error.code : o.score);
+    const changed = samples
+      .map((_, index) => ({ index, before: brief(before[index]), after: brief(results?.[index]) }))
+      .filter((c) => c.before !== c.after);
+    const report = { samples: samples.length, changed };
+    if (next.dryRun) return { ...detail(current), dryRun: true, report };
+    const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
     const row = store.update(
       project,
       key,
-      { source, compiled, sourceSha256, warnings, description: description ?? current.description },
+      {
+        source: next.source,
+        compiled,
+        sourceSha256,
+        warnings,
+        description: next.description ?? current.description,
+        samples: next.samples,
+      },
       current.version,
     );
-    return row;
+    return { ...detail(row), report };
   }
 
   app.put(
@@ -411,11 +475,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.update",
         params: GraderParams,
-        body: z.object({ source: Source, description: DescriptionUpdate }),
-        response: { 200: GraderDetail, ...errors },
+        body: z.object({
+          source: Source,
+          description: DescriptionUpdate,
+          samples: Samples.optional(),
+          dryRun: z.boolean().optional().describe("check and report, store nothing"),
+        }),
+        response: { 200: UpdateResult, ...errors },
       },
     },
-    async (req) => detail(await updateSource(req.params.project, req.params.graderKey, req.body.source, req.body.description)),
+    async (req) => updateSource(req.params.project, req.params.graderKey, req.body),
   );
 
   const VersionParams = GraderParams.extend({ version: VersionNumber });
@@ -447,11 +516,11 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.post(
     `${base}/:graderKey/versions/:version/restore`,
-    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: GraderDetail, ...errors } } },
+    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: UpdateResult, ...errors } } },
     async (req) => {
       const { project, graderKey, version } = req.params;
       const old = store.mustGetVersion(project, graderKey, version);
-      return detail(await updateSource(project, graderKey, old.source, old.description));
+      return updateSource(project, graderKey, { source: old.source, description: old.description });
     },
   );
 }
