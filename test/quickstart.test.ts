@@ -44,6 +44,19 @@ test("the README quickstart runs verbatim against the server", async () => {
   assert.match(second.stdout, /^deleted$/m, "it can be run again");
 });
 
+test("the README's versions example runs verbatim and prints what the README says", async () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const source = readFileSync(join(root, "examples/versions.ts"), "utf8");
+  assert.ok(readme.includes(`\`\`\`ts\n${source}\`\`\``), "the README shows the versions example verbatim");
+  const printed = /examples\/versions\.ts[\s\S]*?It prints:\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(printed, "the README shows its output");
+  const { stdout } = await promisify(execFile)("npx", ["tsx", "examples/versions.ts"], {
+    cwd: root,
+    env: { ...process.env, GRADEBOX_URL: url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() },
+  });
+  assert.equal(stdout, printed);
+});
+
 test("the first start created project default with a key, printed once and saved with mode 0600", async () => {
   const key = readFileSync(join(dir, "default.key"), "utf8").trim();
   assert.match(key, /^gbx_[\w-]{32}$/);
