@@ -1,9 +1,9 @@
 // make bench: grading throughput and latency, every row measured in this run and reported as
 // a ratio to (a), the grader called natively in this process. Writes bench/results.json.
 
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import vm from "node:vm";
 import * as esbuild from "esbuild";
@@ -15,6 +15,7 @@ import { GRADERS, makeThreads } from "./corpus.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { latencies, pct } from "./latency.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
+import { provenance } from "./provenance.ts";
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
 const BATCH = 250;
@@ -306,14 +307,7 @@ for (const r of rows) {
     `| ${r.row} | ${r.grader} | ${fmt(r.itemsPerSec)} | ${ratio === undefined ? "" : ratio < 0.01 ? ratio.toExponential(1) : ratio.toFixed(2)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.p999Ms, 2)} | ${cpu} |`,
   );
 }
-const commit = (() => {
-  try {
-    return execFileSync("git", ["rev-parse", "--short", "HEAD"]).toString().trim();
-  } catch {
-    return "unknown";
-  }
-})();
-const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
+const { commit, machine } = provenance();
 console.log(`\nGradebox bench — commit ${commit}, ${machine}\n`);
 console.log(lines.join("\n"));
 console.log("\n| measure | value |\n|---|---:|");

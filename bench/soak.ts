@@ -14,14 +14,14 @@
 // SOAK_CLASS_MS (default 12000) sets each class's attack time; SOAK_ONLY=3,7 runs the baseline
 // and those classes only.
 
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { Gradebox } from "../sdk/index.ts";
 import { pct } from "./latency.ts";
+import { provenance } from "./provenance.ts";
 import { ATTACKS, type AttackClass, type AttackContext } from "./soak-attacks.ts";
 
 const CONFIG = { GRADEBOX_WORKERS: "2", GRADEBOX_TIMEOUT_MS: "500", GRADEBOX_MEMORY_MB: "64" };
@@ -597,14 +597,7 @@ async function main(): Promise<void> {
         `${r.rssBeforeMb} → ${r.rssAfterMb} (${r.rssPeakMb}) | ${r.probeLagMaxMs} | ${r.failures.length ? `FAIL: ${r.failures.join("; ")}` : "PASS"} |`,
     );
   }
-  const commit = (() => {
-    try {
-      return execFileSync("git", ["rev-parse", "--short", "HEAD"]).toString().trim();
-    } catch {
-      return "unknown";
-    }
-  })();
-  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
+  const { commit, machine } = provenance();
   const failed = rows.filter((r) => r.failures.length > 0);
   console.log(
     `\nGradebox soak — commit ${commit}, ${machine}; ${CONFIG.GRADEBOX_WORKERS} workers, ${CONFIG.GRADEBOX_TIMEOUT_MS} ms time limit, ` +

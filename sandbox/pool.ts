@@ -14,7 +14,7 @@ import { EventEmitter } from "node:events";
 import type { Readable } from "node:stream";
 import type { WireThread } from "../sdk/thread.ts";
 import { type PackedBatch, packBatch } from "./batch.ts";
-import { GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome } from "./checks.ts";
+import { CHECKS, type CheckFailure, GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome } from "./checks.ts";
 import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "./engine.ts";
 import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
 import { MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
@@ -145,10 +145,6 @@ class FairQueue<T extends { project: string }> {
       this.queues.set(task.project, [task]);
       this.ring.push(task.project);
     }
-  }
-
-  get waitingProjects(): number {
-    return this.ring.length;
   }
 
   get size(): number {
@@ -462,9 +458,13 @@ export class SandboxPool extends EventEmitter {
       this.takeSlice(slot, task, reply);
     } else if (task.kind === "validate" && reply.op === "validate") {
       if (reply.retire === true) this.retire(slot);
-      task.resolve(reply.result);
+      const result = checkedValidation(reply.result);
+      if (result) task.resolve(result);
+      else task.reject(new Error("the validation worker answered in an unknown form"));
     } else if (task.kind === "stats" && reply.op === "stats") {
-      task.resolve(reply);
+      const { warm, warmHeapBytes, evictions, rss } = reply;
+      if ([warm, warmHeapBytes, evictions, rss].every(isBytes)) task.resolve(reply);
+      else task.reject(new Error("the sandbox worker's stats were malformed"));
     } else if (task.kind === "grade") {
       this.finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker answered out of turn" });
     } else {
@@ -643,8 +643,6 @@ export class SandboxPool extends EventEmitter {
       this.validations.push({ kind: "validate", project, source, mock, resolve, reject });
       this.pump();
     });
-    if (!result || typeof result !== "object" || typeof result.ok !== "boolean")
-      throw new Error("the validation worker answered in an unknown form");
     if (!result.ok || !threads || threads.length === 0) return result;
     const id = `${VALIDATION_ID}${randomUUID()}`;
     try {
@@ -738,8 +736,44 @@ const isPosition = (x: unknown): x is number => typeof x === "number" && Number.
 
 const VERDICTS = new Set(["timeout", "memory", "stalled", "recycle"]);
 const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0 && x <= 1e9;
+const isBytes = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+const CHECK_NAMES = new Set<string>(CHECKS);
+/** a compiled grader: a 64 KiB source, the bundled standard library and a source map */
+const MAX_COMPILED = 8 * 1024 * 1024;
+const MAX_WARNINGS = 100;
 
-function parseVerdict(line: string): Verdict | undefined {
+/** A validation worker's result, checked and copied field by field; undefined when it is malformed. */
+export function checkedValidation(r: unknown): ValidationResult | undefined {
+  if (!isRecord(r)) return undefined;
+  if (r.ok === true) {
+    const { compiled, warnings } = r;
+    if (typeof compiled !== "string" || compiled.length > MAX_COMPILED) return undefined;
+    if (
+      !Array.isArray(warnings) ||
+      warnings.length > MAX_WARNINGS ||
+      !warnings.every((w) => typeof w === "string" && w.length <= MAX_MESSAGE)
+    )
+      return undefined;
+    return { ok: true, compiled, warnings: [...warnings] };
+  }
+  const f = r.failure;
+  if (r.ok !== false || !isRecord(f) || !CHECK_NAMES.has(f.check as string) || typeof f.message !== "string") return undefined;
+  const optionalPosition = (x: unknown) => x === undefined || isPosition(x);
+  if (!optionalPosition(f.line) || !optionalPosition(f.column) || (f.costly !== undefined && typeof f.costly !== "boolean"))
+    return undefined;
+  return {
+    ok: false,
+    failure: {
+      check: f.check as CheckFailure["check"],
+      message: f.message.slice(0, 4 * MAX_MESSAGE),
+      ...(f.line === undefined ? {} : { line: f.line as number }),
+      ...(f.column === undefined ? {} : { column: f.column as number }),
+      ...(f.costly === true ? { costly: true } : {}),
+    },
+  };
+}
+
+export function parseVerdict(line: string): Verdict | undefined {
   if (line.length > MAX_VERDICT_LINE) return undefined;
   let v: unknown;
   try {
@@ -748,7 +782,7 @@ function parseVerdict(line: string): Verdict | undefined {
     return undefined;
   }
   if (!isRecord(v) || !VERDICTS.has(v.verdict as string)) return undefined;
-  if (v.verdict === "recycle") return isCount(v.rss) ? { verdict: "recycle", rss: v.rss } : undefined;
+  if (v.verdict === "recycle") return isBytes(v.rss) ? { verdict: "recycle", rss: v.rss } : undefined;
   if (!isCount(v.job) || !isCount(v.from) || !isCount(v.count) || typeof v.detail !== "string") return undefined;
   return {
     verdict: v.verdict as "timeout" | "memory" | "stalled",

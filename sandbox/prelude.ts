@@ -81,13 +81,12 @@ function messageOf(error: unknown): string {
 const SCRIPT_NAME = "grader.js:";
 /** characters at the end of a stack that are searched: its frames follow a message of any length */
 const STACK_TAIL = 16 * 1024;
-/** the position positionOf found: 0, 0 when none */
-let thrownLine = 0;
-let thrownColumn = 0;
-
-/** Reads a decimal number of at most 6 digits at `at`; returns where it ends, or -1. Sets `digitsValue`. */
-let digitsValue = 0;
-function readDigits(text: string, at: number): number {
+/**
+ * Reads a decimal number of at most 6 digits at `at`: [where it ends, its value], or [-1, 0].
+ * Array literals define their elements, and the callers read them by index: no prototype
+ * setter or iterator of grader code runs.
+ */
+function readDigits(text: string, at: number): [number, number] {
   let value = 0;
   let end = at;
   while (end < text.length && end - at < 7) {
@@ -96,61 +95,57 @@ function readDigits(text: string, at: number): number {
     value = value * 10 + (c - 48);
     end++;
   }
-  if (end === at || end - at > 6) return -1;
-  digitsValue = value;
-  return end;
+  return end === at || end - at > 6 ? [-1, 0] : [end, value];
 }
 
 /**
- * Sets thrownLine/thrownColumn from the error's stack. Runs under the call's time limit (the
- * stack is formatted when read, calling the error's name and message getters) and trusts
- * nothing: a `stack` getter that throws, or a stack that is not a string, means no position.
+ * [line, column] in grader.js of the first grader frame of the error's stack; [0, 0] when none.
+ * Runs under the call's time limit (the stack is formatted when read, calling the error's name
+ * and message getters) and trusts nothing: a `stack` getter that throws, or a stack that is not
+ * a string, means no position.
  */
-function positionOf(error: unknown): void {
-  thrownLine = 0;
-  thrownColumn = 0;
+function positionOf(error: unknown): [number, number] {
   let stack: unknown;
   try {
-    if (error === null || (typeof error !== "object" && typeof error !== "function")) return;
+    if (error === null || (typeof error !== "object" && typeof error !== "function")) return [0, 0];
     stack = (error as { stack?: unknown }).stack;
   } catch {
-    return;
+    return [0, 0];
   }
-  if (typeof stack !== "string") return;
+  if (typeof stack !== "string") return [0, 0];
   const text = stack.length > STACK_TAIL ? sliceString(stack, stack.length - STACK_TAIL, stack.length) : stack;
-  // each turn moves past one occurrence of the script's name: at most STACK_TAIL / 10 turns
   let from = 0;
   for (;;) {
     const found = indexOfString(text, SCRIPT_NAME, from);
-    if (found < 0) return;
+    if (found < 0) return [0, 0];
     from = found + SCRIPT_NAME.length;
-    // "(grader.js:L:C)" ends its line; so does "at grader.js:L:C" (a frame without a function name)
     const before = found > 0 ? charCodeAt(text, found - 1) : -1;
     const bracketed = before === 40; // (
     if (!bracketed && !(before === 32 && found >= 3 && sliceString(text, found - 3, found) === "at ")) continue;
-    const lineEnd = readDigits(text, from);
+    // index reads, not destructuring: destructuring runs the array iterator, which grader code can replace
+    const lineRead = readDigits(text, from);
+    const lineEnd = lineRead[0];
+    const line = lineRead[1];
     if (lineEnd < 0 || charCodeAt(text, lineEnd) !== 58) continue; // :
-    const line = digitsValue;
-    let end = readDigits(text, lineEnd + 1);
+    const columnRead = readDigits(text, lineEnd + 1);
+    let end = columnRead[0];
+    const column = columnRead[1];
     if (end < 0) continue;
-    const column = digitsValue;
     if (bracketed) {
       if (charCodeAt(text, end) !== 41) continue; // )
       end++;
     }
     if (end < text.length && charCodeAt(text, end) !== 10) continue; // \n
-    if (line < 1 || column < 1 || line > MAX_POSITION || column > MAX_POSITION) return;
-    thrownLine = line;
-    thrownColumn = column;
-    return;
+    if (line < 1 || column < 1 || line > MAX_POSITION || column > MAX_POSITION) return [0, 0];
+    return [line, column];
   }
 }
 
 /** What grader code threw, as a GRADER_ERROR record with where it was thrown. */
 function thrown(error: unknown): Encoded {
   const message = messageOf(error);
-  positionOf(error);
-  return encodeError("GRADER_ERROR", message, thrownLine, thrownColumn);
+  const position = positionOf(error);
+  return encodeError("GRADER_ERROR", message, position[0], position[1]);
 }
 
 const invalid = (message: string) => encodeError("INVALID_SCORE", message);

@@ -34,8 +34,8 @@ const TICK_MS = 10;
 const IDLE_CHECK_MS = 1000;
 /** a call may run to 2× its time limit + ½ s (isolated-vm enforces the limit itself; this is the bound for what it cannot interrupt) */
 export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;
-/** extra wall time granted to a call that could not get the CPU (a starved worker is not a guilty one) */
-const STALL_GRACE_MS = 1000;
+/** extra wall time granted to a call that could not get the CPU (a starved worker is not a guilty one): the total stays within 2× the limit + 1 s */
+const STALL_GRACE_MS = 500;
 
 /** CPU time (ms) the worker's main thread has used: the isolate runs on it (applySync). */
 function mainThreadCpuMs(): number {
@@ -79,10 +79,10 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
       call.count = 1;
     }
     const now = Date.now();
-    const rss = process.memoryUsage.rss();
     if (!running) {
       if (now - lastIdleCheck < IDLE_CHECK_MS) return;
       lastIdleCheck = now;
+      const rss = process.memoryUsage.rss();
       const explained = baselineRss + warmHeap + Math.max(128, 2 * memoryMb) * MB;
       if (!recycleSent && rss > explained) {
         recycleSent = true;
@@ -90,6 +90,7 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
       }
       return;
     }
+    const rss = process.memoryUsage.rss();
     if (seq !== seen) {
       seen = seq;
       rssAtStart = rss;

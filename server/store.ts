@@ -131,6 +131,14 @@ export const graderIdOf = (id: string) => id.split("@")[0];
 const lockedError = (key: string, doing: string) =>
   new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before ${doing} it`);
 
+/** Only an unlocked function grader takes a new source. */
+export function assertUpdatable(row: GraderRow): void {
+  if (row.locked) throw lockedError(row.key, "updating");
+  if (row.kind !== "function") {
+    throw new AppError("INVALID_REQUEST", `grader "${row.key}" is a ${row.kind} grader; only function graders take a new source`);
+  }
+}
+
 export const graderExists = (project: string, key: string) =>
   new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
 
@@ -303,10 +311,7 @@ export class Store {
   update(project: string, key: string, next: Omit<NewGrader, "project" | "key">, expected?: number): GraderRow {
     this.db.transaction(() => {
       const row = this.mustGet(project, key);
-      if (row.locked) throw lockedError(key, "updating");
-      if (row.kind !== "function") {
-        throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders take a new source`);
-      }
+      assertUpdatable(row);
       if (expected !== undefined && row.version !== expected) {
         throw new AppError("GRADER_CONFLICT", `grader "${key}" changed to version ${row.version} while this update was checked; try again`);
       }

@@ -33,7 +33,7 @@ import {
   UpdateResult,
   VersionNumber,
 } from "../schemas.ts";
-import { type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
+import { assertUpdatable, type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
 
 export interface GraderRoutesOptions {
@@ -61,36 +61,9 @@ const errors = {
 };
 
 function summary(row: GraderRow): z.infer<typeof Grader> {
-  const {
-    project,
-    key,
-    kind,
-    version,
-    mode,
-    description,
-    locked,
-    quarantinedAt,
-    recentFaults,
-    warnings,
-    sourceSha256,
-    createdAt,
-    updatedAt,
-  } = row;
-  return {
-    project,
-    key,
-    kind,
-    version,
-    ...(mode ? { mode } : {}),
-    description,
-    locked,
-    quarantinedAt,
-    recentFaults,
-    warnings,
-    sourceSha256,
-    createdAt,
-    updatedAt,
-  };
+  // everything but the code, the parts and the row id
+  const { id: _id, source: _source, compiled: _compiled, parts: _parts, mode, ...rest } = row;
+  return { ...rest, ...(mode ? { mode } : {}) };
 }
 
 const quarantineDetail = (key: string, at: string) =>
@@ -432,12 +405,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     next: { source: string; description?: string; samples?: Sample[]; dryRun?: boolean },
   ): Promise<z.infer<typeof UpdateResult>> {
     const current = store.mustGet(project, key);
-    if (current.locked) {
-      throw new AppError("GRADER_LOCKED", `grader "${key}" is locked; unlock it (PUT …/lock {"locked": false}) before updating it`);
-    }
-    if (current.kind !== "function") {
-      throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${current.kind} grader; only function graders take a new source`);
-    }
+    assertUpdatable(current); // before the checks run; the store checks again in its transaction
     const samples = next.samples ?? store.samples(current);
     const { compiled, warnings, results } = await validate(project, next.source, undefined, samples);
     const before = samples.length
