@@ -1,6 +1,7 @@
 // The vocabulary of validation shared by the sandbox, the server and the SDK's wire types.
 
-export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run"] as const;
+/** The five checks of a function grader, and `template`: a judge's template that does not compile or render. */
+export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template"] as const;
 export type Check = (typeof CHECKS)[number];
 
 export interface CheckFailure {
@@ -27,6 +28,9 @@ export const MOCK_THREAD = {
 import type { GradeErrorCode } from "../sdk/errors.ts";
 
 export { GRADE_ERROR_CODES, type GradeErrorCode } from "../sdk/errors.ts";
+/** The codes a sandbox worker may report; a reply with any other (a judge's, a combined grader's) is malformed. */
+export const SANDBOX_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
+export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];
 export interface GradeScore {
   score: number;
   reason?: string;

@@ -14,7 +14,7 @@ import { EventEmitter } from "node:events";
 import type { Readable } from "node:stream";
 import type { WireThread } from "../sdk/thread.ts";
 import { type PackedBatch, packBatch } from "./batch.ts";
-import { CHECKS, type CheckFailure, GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome } from "./checks.ts";
+import { CHECKS, type CheckFailure, type GradeErrorCode, type GradeOutcome, SANDBOX_ERROR_CODES } from "./checks.ts";
 import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "./engine.ts";
 import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
 import { MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
@@ -52,7 +52,7 @@ const MIN_PART = 32;
 /** Worker deaths one batch may cause before the rest of it fails fast. */
 export const MAX_CRASHES_PER_BATCH = 3;
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
-const CODES = new Set<string>(GRADE_ERROR_CODES);
+const CODES = new Set<string>(SANDBOX_ERROR_CODES);
 /** How often the pool looks for workers that stopped answering altogether. */
 const BACKSTOP_TICK_MS = 250;
 const MAX_VERDICT_LINE = 4096;

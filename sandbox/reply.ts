@@ -17,7 +17,7 @@
 // The encoders run inside the isolate (bundled into the prelude) and use only `+` on primitive
 // strings and numbers, which consults nothing grader code can replace.
 
-import { GRADE_ERROR_CODES, type GradeErrorCode, type GradeOutcome, type GradeScore } from "./checks.ts";
+import { type GradeOutcome, type GradeScore, SANDBOX_ERROR_CODES, type SandboxErrorCode } from "./checks.ts";
 
 /** JSON characters of one structured result (reason, metadata, subscores included) */
 export const MAX_RESULT = 16 * 1024;
@@ -30,11 +30,11 @@ export const encodeNumber = (score: number): string => `n${score};`;
 export const encodeResult = (json: string): string => `r${json.length}:${json}`;
 // a null-prototype table, filled when the module loads: looking a code up consults no prototype
 const CODE_INDEX: Record<string, number> = Object.create(null);
-for (let i = 0; i < GRADE_ERROR_CODES.length; i++) CODE_INDEX[GRADE_ERROR_CODES[i]] = i;
+for (let i = 0; i < SANDBOX_ERROR_CODES.length; i++) CODE_INDEX[SANDBOX_ERROR_CODES[i]] = i;
 /** the largest line or column an error record carries (six digits); a larger one is sent as unknown */
 export const MAX_POSITION = 999_999;
 // every part is a primitive number or string (the prelude passes numbers it parsed itself)
-export const encodeError = (code: GradeErrorCode, message: string, line = 0, column = 0): string =>
+export const encodeError = (code: SandboxErrorCode, message: string, line = 0, column = 0): string =>
   `e${CODE_INDEX[code]},${line},${column},${message.length}:${message}`;
 
 export interface DecodedReply {
@@ -87,7 +87,7 @@ export function decodeReply(text: unknown, asked: number): DecodedReply {
       const [line, afterLine] = readLength(text, afterCode, ",");
       const [column, afterColumn] = readLength(text, afterLine, ",");
       const [length, start] = readLength(text, afterColumn, ":");
-      const name = GRADE_ERROR_CODES[code];
+      const name = SANDBOX_ERROR_CODES[code];
       if (name === undefined || length > MAX_MESSAGE + 1) throw new ReplyViolation("an error record is malformed");
       // a position comes whole (both or neither) and only with an error the grader's code threw
       if ((line === 0) !== (column === 0) || (line !== 0 && name !== "GRADER_ERROR"))

@@ -6,8 +6,12 @@ import { functionSource } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
 import type {
+  CreateBinaryJudgeParams,
   CreateCombinedParams,
   CreateFunctionParams,
+  CreateModelParams,
+  CreatePrebuiltJudgeParams,
+  CreateRubricJudgeParams,
   GradeBatchResponse,
   GradeResponse,
   Grader,
@@ -16,6 +20,8 @@ import type {
   GraderVersion,
   GraderVersionWithSource,
   GraderWithSource,
+  JudgePrompt,
+  Model,
   Sample,
   ThreadInput,
   UpdateFunctionParams,
@@ -71,6 +77,7 @@ export class Gradebox {
   readonly baseURL: string;
   readonly project: string;
   readonly graders: Graders;
+  readonly models: Models;
   private readonly apiKey: string | undefined;
   private readonly transport: Transport;
   private readonly timeout: number;
@@ -84,6 +91,7 @@ export class Gradebox {
     this.timeout = options.timeout ?? 60_000;
     this.maxRetries = options.maxRetries ?? 2;
     this.graders = new Graders(this);
+    this.models = new Models(this);
   }
 
   /** @internal */
@@ -151,8 +159,14 @@ export class Graders {
   /** `graders.create.function({key, fn | source | file, description?})` */
   readonly create: {
     function: (params: CreateFunctionParams) => Promise<GraderWithSource>;
-    /** a grader that combines stored function graders of the project */
+    /** a grader that combines stored function and judge graders of the project */
     combined: (params: CreateCombinedParams) => Promise<GraderWithSource>;
+    /** an AI judge: PASS (1) or FAIL (0) against natural-language criteria, with the judge's reasoning */
+    binaryJudge: (params: CreateBinaryJudgeParams) => Promise<GraderWithSource>;
+    /** a pre-built RAG judge: FAITHFULNESS, CONTEXT_RELEVANCY or ANSWER_RELEVANCY (context from document turns) */
+    prebuiltJudge: (params: CreatePrebuiltJudgeParams) => Promise<GraderWithSource>;
+    /** weighted rubric criteria, each MET / UNMET / CANNOT_ASSESS (or an option), scored as scoreRubric does */
+    rubricJudge: (params: CreateRubricJudgeParams) => Promise<GraderWithSource>;
   };
 
   constructor(private readonly client: Gradebox) {
@@ -169,7 +183,20 @@ export class Graders {
           body: { ...params, description: params.description ?? "" },
           retry: false,
         }),
+      binaryJudge: ({ samples, ...params }) =>
+        this.client.request<GraderWithSource>("POST", this.path("/binary-judge"), {
+          body: { ...params, ...(samples ? { samples: samples.map((x) => ({ thread: toWire(x.thread) })) } : {}) },
+          retry: false,
+        }),
+      prebuiltJudge: (params) =>
+        this.client.request<GraderWithSource>("POST", this.path("/prebuilt-judge"), { body: params, retry: false }),
+      rubricJudge: (params) => this.client.request<GraderWithSource>("POST", this.path("/rubric-judge"), { body: params, retry: false }),
     };
+  }
+
+  /** The prompt a judge grader sends for `thread` (its first, for a multi-step judge); no model is called. */
+  prompt({ graderKey, thread }: { graderKey: string; thread: ThreadInput }): Promise<JudgePrompt> {
+    return this.client.request("POST", this.keyPath(graderKey, "/prompt"), { body: { thread: toWire(thread) }, retry: true });
   }
 
   private path(suffix = ""): string {
@@ -274,4 +301,31 @@ export class Graders {
     restore: ({ graderKey, version }: { graderKey: string; version: number }): Promise<UpdateResult> =>
       this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false }),
   };
+}
+
+/** The judge models of the project: OpenAI-compatible endpoints its judge graders call. */
+export class Models {
+  constructor(private readonly client: Gradebox) {}
+
+  private path(suffix = ""): string {
+    return `/v1/projects/${encodeURIComponent(this.client.project)}/models${suffix}`;
+  }
+
+  /** Refused with UnprocessableEntityError (EGRESS_DENIED) when the server's egress policy forbids the address. */
+  create(params: CreateModelParams): Promise<Model> {
+    return this.client.request("POST", this.path(), { body: params, retry: false });
+  }
+
+  async list(): Promise<Model[]> {
+    return (await this.client.request<{ data: Model[] }>("GET", this.path(), { retry: true })).data;
+  }
+
+  get({ modelKey }: { modelKey: string }): Promise<Model> {
+    return this.client.request("GET", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true });
+  }
+
+  /** Refused with ConflictError (MODEL_IN_USE) while a grader uses the model. */
+  async delete({ modelKey }: { modelKey: string }): Promise<void> {
+    await this.client.request("DELETE", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true });
+  }
 }

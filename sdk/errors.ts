@@ -1,6 +1,6 @@
 // Error classes: one per HTTP status family, plus the two a grader author meets most.
 
-export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run";
+export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run" | "template";
 
 export class GradeboxError extends Error {
   override name = "GradeboxError";
@@ -94,6 +94,10 @@ export const GRADE_ERROR_CODES = [
   "INVALID_SCORE",
   "SANDBOX_CRASHED",
   "COMPONENT_FAILED",
+  "INVALID_THREAD",
+  "JUDGE_UNAVAILABLE",
+  "JUDGE_INVALID_OUTPUT",
+  "EGRESS_DENIED",
 ] as const;
 export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
 const GRADER_RUNTIME_CODES = new Set<string>(GRADE_ERROR_CODES);

@@ -9,7 +9,7 @@ export type CombineMode = "weighted" | "any" | "all";
 export interface Grader {
   project: string;
   key: string;
-  kind: "function" | "combined";
+  kind: "function" | "combined" | "judge";
   /** the current version: every update stores a new one */
   version: number;
   /** combined graders only */
@@ -26,10 +26,88 @@ export interface Grader {
   createdAt: string;
   updatedAt: string;
 }
-/** One grader in full: a function grader's source, or a combined grader's parts. */
+/** One grader in full: a function grader's source, a combined grader's parts, or a judge's definition. */
 export interface GraderWithSource extends Grader {
   source?: string;
   parts?: Array<{ graderKey: string; name: string; weight: number; version: number; pinned: boolean }>;
+  judge?: JudgeDefinition;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Judge graders and their models
+
+/** An OpenAI-compatible chat-completions endpoint a project's judges may call. */
+export interface CreateModelParams {
+  key: string;
+  /** the API root before /chat/completions, e.g. http://vllm.internal:8000/v1 */
+  baseURL: string;
+  /** the model name sent in each request */
+  model: string;
+  /** a server environment variable (GRADEBOX_SECRET_…) holding the API key; the key itself is never sent to or stored by Gradebox */
+  apiKeyEnv?: string;
+  /** requests in flight at once (default 8) */
+  maxConcurrency?: number;
+  /** per attempt, ms (default 60 000) */
+  timeoutMs?: number;
+}
+export interface Model extends Required<Omit<CreateModelParams, "apiKeyEnv">> {
+  project: string;
+  apiKeyEnv?: string;
+  createdAt: string;
+}
+export type PrebuiltJudgeType = "FAITHFULNESS" | "CONTEXT_RELEVANCY" | "ANSWER_RELEVANCY";
+export type CannotAssessStrategy = "skip" | "zero" | "partial" | "fail";
+export interface RubricCriterionInput {
+  name: string;
+  requirement: string;
+  /** default 10; negative: a penalty (MET means the response has the fault) */
+  weight?: number;
+  /** a multi-choice criterion: the judge picks one label */
+  options?: Array<{ label: string; value: number; na?: boolean }>;
+}
+export interface CreateBinaryJudgeParams {
+  key: string;
+  /** what a completion must do to PASS */
+  criteria: string;
+  /** the key of one of the project's models */
+  judgeModel: string;
+  /** a Handlebars template for the whole prompt (strict mode, built-in helpers only); absent: ours */
+  template?: string;
+  /** values the template reads as {{template_variables.name}} */
+  templateVariables?: Record<string, string>;
+  description?: string;
+  /** threads the template must render on at registration (instead of the built-in one); no model is called */
+  samples?: Array<{ thread: ThreadInput }>;
+}
+export interface CreatePrebuiltJudgeParams {
+  key: string;
+  type: PrebuiltJudgeType;
+  judgeModel: string;
+  description?: string;
+}
+export interface CreateRubricJudgeParams {
+  key: string;
+  judgeModel: string;
+  criteria: RubricCriterionInput[];
+  /** what a CANNOT_ASSESS verdict counts as (default skip) */
+  cannotAssess?: CannotAssessStrategy;
+  /** the credit of a CANNOT_ASSESS criterion under "partial" (default 0.5) */
+  partialCredit?: number;
+  description?: string;
+}
+/** What a stored judge asks, of which model. */
+export type JudgeDefinition =
+  | { type: "binary"; model: string; criteria: string; template?: string; templateVariables?: Record<string, string> }
+  | { type: "prebuilt"; model: string; metric: PrebuiltJudgeType }
+  | {
+      type: "rubric";
+      model: string;
+      criteria: Array<Required<Omit<RubricCriterionInput, "options">> & Pick<RubricCriterionInput, "options">>;
+      cannotAssess: CannotAssessStrategy;
+      partialCredit: number;
+    };
+export interface JudgePrompt {
+  messages: Array<{ role: "system" | "user" | "assistant"; content: string }>;
 }
 /** One stored version of a function grader. */
 export interface GraderVersion {

@@ -19,10 +19,15 @@ import { authenticateMetrics } from "./auth.ts";
 import type { MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
+import { egressAgent, egressPolicy } from "./egress.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
+import { Grading } from "./grading.ts";
 import { registerJsonParser } from "./json-body.ts";
+import { Judges } from "./judges/judges.ts";
 import { Metrics } from "./metrics.ts";
 import { graderRoutes } from "./routes/graders.ts";
+import { judgeRoutes } from "./routes/judges.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
 
@@ -228,6 +233,15 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     pool.off("workerExit", onWorkerExit);
   });
 
-  await app.register(graderRoutes, { config, store, pool, metrics, validations });
+  const egress = egressPolicy(config.egressAllow);
+  const dispatcher = egressAgent(egress);
+  const judges = new Judges(dispatcher, metrics);
+  const grading = new Grading(store, pool, judges);
+  app.addHook("onClose", async () => {
+    await dispatcher.close();
+  });
+  await app.register(graderRoutes, { config, store, pool, metrics, validations, grading });
+  await app.register(judgeRoutes, { config, store, grading });
+  await app.register(modelRoutes, { store, judges, egress });
   return app;
 }

@@ -1,11 +1,11 @@
-// Grading with a combined grader: every part grades the whole batch (in parallel, in the
-// sandbox pool), then each item's part scores are combined with gradebox/graders' rules.
+// Grading with a combined grader: every part grades the whole batch (in parallel: function
+// parts in the sandbox pool, judge parts against their models), then each item's part scores
+// are combined with gradebox/graders' rules.
 
 import type { GradeOutcome } from "../sandbox/checks.ts";
-import type { SandboxPool } from "../sandbox/pool.ts";
 import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
-import { type CombineMode, type ResolvedPart, sandboxId } from "./store.ts";
+import type { CombineMode, ResolvedPart } from "./store.ts";
 
 function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
   const metadata = { ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...outcome.metadata };
@@ -13,15 +13,12 @@ function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: nu
 }
 
 export async function gradeCombined(
-  pool: SandboxPool,
-  project: string,
+  gradePart: (part: ResolvedPart, threads: readonly WireThread[]) => Promise<GradeOutcome[]>,
   mode: CombineMode,
   parts: ResolvedPart[],
   threads: readonly WireThread[],
 ): Promise<GradeOutcome[]> {
-  const perPart = await Promise.all(
-    parts.map((p) => pool.gradeBatch({ id: sandboxId(p.id, p.version), project, compiled: p.compiled }, threads)),
-  );
+  const perPart = await Promise.all(parts.map((p) => gradePart(p, threads)));
   return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
     const subscores: SubScore[] = [];
     for (const [k, part] of parts.entries()) {

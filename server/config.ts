@@ -20,6 +20,8 @@ const EnvSchema = z.object({
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
+  // host names and CIDRs outbound calls (judge models) may reach beyond public addresses
+  GRADEBOX_EGRESS_ALLOW: z.string().max(10_000).default(""),
   // unset (or empty): the server makes one at first start and saves it next to the database
   GRADEBOX_METRICS_TOKEN: z.preprocess(
     (v) => (v === "" ? undefined : v),
@@ -48,6 +50,8 @@ export interface Config {
   maxTurns: number;
   /** characters per turn content */
   maxContent: number;
+  /** GRADEBOX_EGRESS_ALLOW: host names and CIDRs outbound calls may reach beyond public addresses */
+  egressAllow: string;
   /** the bearer token GET /metrics needs; unset: made at first start (bootstrapMetricsToken) */
   metricsToken?: string;
 }
@@ -76,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBatch: e.GRADEBOX_MAX_BATCH,
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,
+    egressAllow: e.GRADEBOX_EGRESS_ALLOW,
     ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),
   };
 }

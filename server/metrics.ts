@@ -11,6 +11,9 @@ export class Metrics {
   private readonly batchSize;
   readonly workerRestarts;
   readonly quarantines;
+  private readonly judgeCalls;
+  private readonly judgeLatency;
+  private readonly judgeTokens;
 
   constructor(pool: SandboxPool) {
     const registers = [this.registry];
@@ -40,6 +43,25 @@ export class Metrics {
       registers,
     });
     this.quarantines = new client.Counter({ name: "gradebox_quarantines_total", help: "Graders quarantined", registers });
+    this.judgeCalls = new client.Counter({
+      name: "gradebox_judge_calls_total",
+      help: "Calls to judge models, by model (project/key) and outcome: ok, unavailable, invalid_response, egress_denied; invalid_output counts items whose judge gave no usable verdict twice",
+      labelNames: ["model", "outcome"],
+      registers,
+    });
+    this.judgeLatency = new client.Histogram({
+      name: "gradebox_judge_call_duration_seconds",
+      help: "Time of one judge call (retries included), by model",
+      labelNames: ["model"],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.judgeTokens = new client.Counter({
+      name: "gradebox_judge_tokens_total",
+      help: "Tokens the judge models reported, by model and type (prompt, completion)",
+      labelNames: ["model", "type"],
+      registers,
+    });
     new client.Gauge({
       name: "gradebox_sandbox_workers_ready",
       help: "Sandbox workers ready to grade",
@@ -66,6 +88,15 @@ export class Metrics {
 
   /** Refreshes the figures that live in the workers; called before each scrape. */
   readonly collectWorkers: () => Promise<void>;
+
+  judgeCall(model: string, outcome: string, seconds?: number, usage?: { promptTokens: number; completionTokens: number }): void {
+    this.judgeCalls.inc({ model, outcome });
+    if (seconds !== undefined) this.judgeLatency.observe({ model }, seconds);
+    if (usage) {
+      this.judgeTokens.inc({ model, type: "prompt" }, usage.promptTokens);
+      this.judgeTokens.inc({ model, type: "completion" }, usage.completionTokens);
+    }
+  }
 
   observe(project: string, grader: string, route: "grade" | "grade-batch", seconds: number, outcomes: GradeOutcome[]): void {
     this.duration.observe({ route }, seconds);

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
+import { JudgeSpec } from "./judges/spec.ts";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 const nameMessage = "must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters";
@@ -82,7 +83,7 @@ export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
 export const Grader = z.object({
   project: z.string(),
   key: z.string(),
-  kind: z.enum(["function", "combined"]),
+  kind: z.enum(["function", "combined", "judge"]),
   /** the current version: every update stores a new one */
   version: z.number(),
   mode: CombineMode.optional(),
@@ -97,8 +98,12 @@ export const Grader = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-/** One grader in full: a function grader's source, or a combined grader's parts. */
-export const GraderDetail = Grader.extend({ source: z.string().optional(), parts: z.array(PartOut).optional() });
+/** One grader in full: a function grader's source, a combined grader's parts, or a judge's definition. */
+export const GraderDetail = Grader.extend({
+  source: z.string().optional(),
+  parts: z.array(PartOut).optional(),
+  judge: JudgeSpec.optional().describe("judge graders: what the judge asks, of which model"),
+});
 
 export const GradeError = z.object({
   code: z.enum(GRADE_ERROR_CODES),

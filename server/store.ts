@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { WireThread } from "../sdk/thread.ts";
 import { AppError } from "./errors.ts";
+import { JudgeSpec, type ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
 
 const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
@@ -22,12 +23,16 @@ export interface Part {
 /** A part with what grading it needs. */
 export interface ResolvedPart extends Part {
   id: string;
+  kind: "function" | "judge";
   /** the version it grades with: pinned, or the part's current one */
   version: number;
   /** set when the part is pinned to `version` */
   pinned: boolean;
   compiled: string;
   quarantinedAt: string | null;
+  /** judge parts */
+  judge?: JudgeSpec;
+  modelId?: string;
 }
 
 /** A sample thread a grader carries, with the score it should get. */
@@ -51,12 +56,15 @@ export interface GraderRow {
   id: string;
   project: string;
   key: string;
-  kind: "function" | "combined";
-  /** the current version (1 for a combined grader) */
+  kind: "function" | "combined" | "judge";
+  /** the current version (1 for a combined or judge grader) */
   version: number;
   /** combined graders only */
   mode?: CombineMode;
   parts?: ResolvedPart[];
+  /** judge graders only */
+  judge?: JudgeSpec;
+  modelId?: string;
   description: string;
   source: string;
   compiled: string;
@@ -95,6 +103,34 @@ interface Raw {
   version: number;
   quarantined_at: string | null;
   recent_faults: number;
+  config: string | null;
+  model_id: string | null;
+}
+
+interface RawModel {
+  id: string;
+  project: string;
+  key: string;
+  base_url: string;
+  model: string;
+  api_key_env: string | null;
+  max_concurrency: number;
+  timeout_ms: number;
+  created_at: string;
+}
+
+function modelFromRaw(r: RawModel): ModelRow {
+  return {
+    id: r.id,
+    project: r.project,
+    key: r.key,
+    baseURL: r.base_url,
+    model: r.model,
+    ...(r.api_key_env ? { apiKeyEnv: r.api_key_env } : {}),
+    maxConcurrency: r.max_concurrency,
+    timeoutMs: r.timeout_ms,
+    createdAt: r.created_at,
+  };
 }
 
 function fromRaw(r: Raw): GraderRow {
@@ -115,6 +151,7 @@ function fromRaw(r: Raw): GraderRow {
     updatedAt: r.updated_at,
     quarantinedAt: r.quarantined_at,
     recentFaults: r.recent_faults,
+    ...(r.kind === "judge" && r.config ? { judge: JudgeSpec.parse(JSON.parse(r.config)), modelId: r.model_id ?? undefined } : {}),
   };
 }
 
@@ -200,7 +237,7 @@ export class Store {
         "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
       ),
       parts: this.db.prepare(
-        `SELECT g.id, g.key AS graderKey, coalesce(p.part_version, g.version) AS version, p.part_version IS NOT NULL AS pinned,
+        `SELECT g.id, g.key AS graderKey, g.kind, g.config, g.model_id AS modelId, coalesce(p.part_version, g.version) AS version, p.part_version IS NOT NULL AS pinned,
                 coalesce(v.compiled, g.compiled) AS compiled, g.quarantined_at AS quarantinedAt, p.name, p.weight
          FROM grader_parts p JOIN graders g ON g.id = p.part_id
          LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
@@ -219,6 +256,19 @@ export class Store {
       ),
       version: this.db.prepare("SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?"),
       samples: this.db.prepare("SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?").pluck(),
+      insertJudge: this.db.prepare(
+        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
+         VALUES (@id, @project, @key, 'judge', @description, '', '', @sha256, 0, '[]', @now, @now, @config, @modelId)`,
+      ),
+      insertModel: this.db.prepare(
+        `INSERT INTO models (id, project, key, base_url, model, api_key_env, max_concurrency, timeout_ms, created_at)
+         VALUES (@id, @project, @key, @baseURL, @model, @apiKeyEnv, @maxConcurrency, @timeoutMs, @now)`,
+      ),
+      getModel: this.db.prepare("SELECT * FROM models WHERE project = ? AND key = ?"),
+      getModelById: this.db.prepare("SELECT * FROM models WHERE id = ?"),
+      listModels: this.db.prepare("SELECT * FROM models WHERE project = ? ORDER BY key"),
+      deleteModel: this.db.prepare("DELETE FROM models WHERE id = ?"),
+      modelUsers: this.db.prepare("SELECT key FROM graders WHERE model_id = ? ORDER BY key"),
       usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
     };
   }
@@ -236,8 +286,14 @@ export class Store {
         const row = this.get(g.project, part.graderKey);
         if (!row)
           throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" does not exist in project "${g.project}"; create it first`);
-        if (row.kind !== "function") {
-          throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" is a ${row.kind} grader; parts must be function graders`);
+        if (row.kind === "combined") {
+          throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" is a combined grader; parts must be function or judge graders`);
+        }
+        if (part.version !== undefined && row.kind !== "function") {
+          throw new AppError(
+            "INVALID_COMPONENT",
+            `part "${part.graderKey}" is a ${row.kind} grader; only function graders have versions to pin`,
+          );
         }
         if (part.version !== undefined && !this.stmts.version.get(row.id, part.version)) {
           throw new AppError(
@@ -249,6 +305,80 @@ export class Store {
       });
     })();
     return this.get(g.project, g.key) as GraderRow;
+  }
+
+  /** Stores a judge grader; its model must be one of the project's. */
+  insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec; sha256: string }): GraderRow {
+    const id = randomUUID();
+    this.db.transaction(() => {
+      if (this.get(g.project, g.key)) throw graderExists(g.project, g.key);
+      const model = this.mustGetModel(g.project, g.spec.model);
+      this.stmts.insertJudge.run({
+        id,
+        project: g.project,
+        key: g.key,
+        description: g.description,
+        sha256: g.sha256,
+        config: JSON.stringify(g.spec),
+        modelId: model.id,
+        now: new Date().toISOString(),
+      });
+    })();
+    return this.get(g.project, g.key) as GraderRow;
+  }
+
+  insertModel(m: Omit<ModelRow, "id" | "createdAt">): ModelRow {
+    try {
+      this.stmts.insertModel.run({ ...m, apiKeyEnv: m.apiKeyEnv ?? null, id: randomUUID(), now: new Date().toISOString() });
+    } catch (error) {
+      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
+        throw new AppError(
+          "MODEL_EXISTS",
+          `model "${m.key}" already exists in project "${m.project}"; delete it first or pick another key`,
+        );
+      }
+      throw error;
+    }
+    return this.mustGetModel(m.project, m.key);
+  }
+
+  mustGetModel(project: string, key: string): ModelRow {
+    const raw = this.stmts.getModel.get(project, key) as RawModel | undefined;
+    if (!raw)
+      throw new AppError(
+        "MODEL_NOT_FOUND",
+        `no model "${key}" in project "${project}"; register it first (POST /v1/projects/${project}/models)`,
+      );
+    return modelFromRaw(raw);
+  }
+
+  modelById(id: string): ModelRow {
+    const raw = this.stmts.getModelById.get(id) as RawModel | undefined;
+    if (!raw) throw new AppError("MODEL_NOT_FOUND", "the grader's model no longer exists");
+    return modelFromRaw(raw);
+  }
+
+  listModels(project: string): ModelRow[] {
+    return (this.stmts.listModels.all(project) as RawModel[]).map(modelFromRaw);
+  }
+
+  /** Deletes a model no grader refers to; returns its id. */
+  deleteModel(project: string, key: string): string {
+    return this.db.transaction(() => {
+      const model = this.mustGetModel(project, key);
+      const users = (this.stmts.modelUsers.all(model.id) as { key: string }[]).map((r) => r.key);
+      if (users.length > 0) {
+        throw new AppError(
+          "MODEL_IN_USE",
+          `model "${key}" is used by ${users.map((u) => `grader "${u}"`).join(", ")}; delete those first`,
+          {
+            usedBy: users,
+          },
+        );
+      }
+      this.stmts.deleteModel.run(model.id);
+      return model.id;
+    })();
   }
 
   insert(g: NewGrader): GraderRow {
@@ -280,8 +410,14 @@ export class Store {
     if (!raw) return undefined;
     const row = fromRaw(raw);
     if (row.kind === "combined") {
-      const raws = this.stmts.parts.all(row.id) as Array<Omit<ResolvedPart, "pinned"> & { pinned: number }>;
-      row.parts = raws.map((p) => ({ ...p, pinned: p.pinned === 1 }));
+      const raws = this.stmts.parts.all(row.id) as Array<
+        Omit<ResolvedPart, "pinned" | "judge" | "modelId"> & { pinned: number; config: string | null; modelId: string | null }
+      >;
+      row.parts = raws.map(({ config, modelId, ...p }) => ({
+        ...p,
+        pinned: p.pinned === 1,
+        ...(p.kind === "judge" && config ? { judge: JudgeSpec.parse(JSON.parse(config)), modelId: modelId ?? undefined } : {}),
+      }));
     }
     return row;
   }

@@ -150,7 +150,7 @@ describe("combined graders", () => {
     });
   });
 
-  test("a part in use cannot be deleted (GRADER_IN_USE); parts must exist and be function graders", async () => {
+  test("a part in use cannot be deleted (GRADER_IN_USE); parts must exist and not be combined graders", async () => {
     await assert.rejects(client.graders.delete({ graderKey: "short" }), (e: unknown) => {
       assert.ok(e instanceof ConflictError);
       assert.equal(e.code, "GRADER_IN_USE");
@@ -164,7 +164,7 @@ describe("combined graders", () => {
     );
     await assert.rejects(
       client.graders.create.combined({ key: "nested", mode: "any", graders: [{ graderKey: "either" }] }),
-      /parts must be function graders/,
+      /is a combined grader; parts must be function or judge graders/,
     );
     await assert.rejects(
       client.graders.create.combined({ key: "penalties", mode: "weighted", graders: [{ graderKey: "short", weight: -1 }] }),

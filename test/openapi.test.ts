@@ -37,6 +37,14 @@ const OPERATIONS = [
   "graders.delete",
   "graders.grade",
   "graders.gradeBatch",
+  "graders.create.binaryJudge",
+  "graders.create.prebuiltJudge",
+  "graders.create.rubricJudge",
+  "graders.prompt",
+  "models.create",
+  "models.list",
+  "models.get",
+  "models.delete",
 ];
 
 test("every route is in the OpenAPI 3.1 document, with its error responses", () => {

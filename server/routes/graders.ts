@@ -5,14 +5,13 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
-import type { GraderCode } from "../../sandbox/engine.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
 import { checkNesting } from "../../sandbox/source-bounds.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { authenticate } from "../auth.ts";
-import { gradeCombined } from "../combined.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
+import type { Grading } from "../grading.ts";
 import type { Metrics } from "../metrics.ts";
 import {
   CombineMode,
@@ -42,6 +41,7 @@ export interface GraderRoutesOptions {
   pool: SandboxPool;
   metrics: Metrics;
   validations: ValidationLimiter;
+  grading: Grading;
 }
 
 /** Samples a grader may carry: each is graded at every update, twice. */
@@ -60,17 +60,14 @@ const errors = {
   503: Problem,
 };
 
-function summary(row: GraderRow): z.infer<typeof Grader> {
-  // everything but the code, the parts and the row id
-  const { id: _id, source: _source, compiled: _compiled, parts: _parts, mode, ...rest } = row;
+export function summary(row: GraderRow): z.infer<typeof Grader> {
+  // everything but the code, the parts, the judge's definition and the row ids
+  const { id: _id, source: _source, compiled: _compiled, parts: _parts, judge: _judge, modelId: _modelId, mode, ...rest } = row;
   return { ...rest, ...(mode ? { mode } : {}) };
 }
 
-const quarantineDetail = (key: string, at: string) =>
-  `grader "${key}" is quarantined since ${at}: it took its sandbox worker down 3 times within 10 minutes. ` +
-  "Fix and re-create it, or release it (POST …/release) to try again";
-
-function detail(row: GraderRow): z.infer<typeof GraderDetail> {
+export function detail(row: GraderRow): z.infer<typeof GraderDetail> {
+  if (row.kind === "judge") return { ...summary(row), judge: row.judge };
   if (row.kind === "combined") {
     return {
       ...summary(row),
@@ -98,7 +95,7 @@ function checkBatch(count: number, config: Config): void {
   }
 }
 
-export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics, validations }: GraderRoutesOptions) {
+export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics, validations, grading }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
@@ -260,8 +257,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     `${base}/:graderKey`,
     { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
     async (req, reply) => {
+      const row = store.mustGet(req.params.project, req.params.graderKey);
       const { ids } = store.delete(req.params.project, req.params.graderKey);
       pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
+      grading.judges.forget(row.id);
       return reply.code(204).send(null);
     },
   );
@@ -282,24 +281,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const pinned = store.mustGetVersion(project, key, version);
       code = { id: sandboxId(row.id, version), project, compiled: pinned.compiled };
     }
-    const outcomes = await gradeRow(row, code, threads);
+    const outcomes = await grading.grade(row, code, threads);
     metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
     return { outcomes, version: version ?? row.version };
-  }
-
-  async function gradeRow(row: GraderRow, code: GraderCode, threads: WireThread[]): Promise<GradeOutcome[]> {
-    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
-    const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
-    if (quarantinedPart) {
-      return threads.map(() => ({
-        error: {
-          code: "COMPONENT_FAILED" as const,
-          message: `part "${quarantinedPart.name}" (grader ${quarantinedPart.graderKey}) is quarantined`,
-        },
-      }));
-    }
-    if (row.kind === "combined") return gradeCombined(pool, row.project, row.mode ?? "weighted", row.parts ?? [], threads);
-    return pool.gradeBatch(code, threads);
   }
 
   app.post(

@@ -1,0 +1,52 @@
+// Grading with any stored grader: a function grader in the sandbox pool, a judge against its
+// model, a combined grader through its parts (which may be either).
+
+import type { GradeOutcome } from "../sandbox/checks.ts";
+import type { GraderCode } from "../sandbox/engine.ts";
+import type { SandboxPool } from "../sandbox/pool.ts";
+import type { WireThread } from "../sdk/thread.ts";
+import { gradeCombined } from "./combined.ts";
+import { AppError } from "./errors.ts";
+import type { Judges, JudgeTarget } from "./judges/judges.ts";
+import type { JudgeSpec } from "./judges/spec.ts";
+import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
+
+export const quarantineDetail = (key: string, at: string) =>
+  `grader "${key}" is quarantined since ${at}: it took its sandbox worker down 3 times within 10 minutes. ` +
+  "Fix and re-create it, or release it (POST …/release) to try again";
+
+export class Grading {
+  constructor(
+    private readonly store: Store,
+    private readonly pool: SandboxPool,
+    readonly judges: Judges,
+  ) {}
+
+  /** What a judge grader needs to grade: its definition and its model as stored now. */
+  judgeTarget(g: { id: string; project: string; key: string; judge?: JudgeSpec; modelId?: string }): JudgeTarget {
+    if (!g.judge || !g.modelId) throw new Error(`grader ${g.key} is not a judge grader`);
+    return { id: g.id, project: g.project, key: g.key, spec: g.judge, model: this.store.modelById(g.modelId) };
+  }
+
+  /** Grades with a grader row; `code` is the function grader's version to run (its current one, or a pinned one). */
+  async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
+    if (row.kind === "judge") return this.judges.grade(this.judgeTarget(row), threads);
+    if (row.kind === "function") return this.pool.gradeBatch(code, threads);
+    const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
+    if (quarantinedPart) {
+      return threads.map(() => ({
+        error: {
+          code: "COMPONENT_FAILED" as const,
+          message: `part "${quarantinedPart.name}" (grader ${quarantinedPart.graderKey}) is quarantined`,
+        },
+      }));
+    }
+    return gradeCombined((part, items) => this.gradePart(row.project, part, items), row.mode ?? "weighted", row.parts ?? [], threads);
+  }
+
+  private gradePart(project: string, part: ResolvedPart, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    if (part.kind === "judge") return this.judges.grade(this.judgeTarget({ ...part, project, key: part.graderKey }), threads);
+    return this.pool.gradeBatch({ id: sandboxId(part.id, part.version), project, compiled: part.compiled }, threads);
+  }
+}

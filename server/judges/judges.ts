@@ -1,0 +1,184 @@
+// Grading with judge graders, in the API process (no user code runs here: a template is data,
+// rendered under a meter). Items of a batch run concurrently up to the model's limit and come
+// back in order; a model's failures become the item's error, never the request's.
+
+import type { Dispatcher } from "undici";
+import type { GradeOutcome } from "../../sandbox/checks.ts";
+import type { WireThread } from "../../sdk/thread.ts";
+import type { Metrics } from "../metrics.ts";
+import { UpstreamError } from "../upstream.ts";
+import {
+  type Ask,
+  binaryPrompt,
+  binaryTemplate,
+  gradeBinary,
+  gradePrebuilt,
+  gradeRubric,
+  prebuiltFirstPrompt,
+  rubricPrompt,
+  ThreadUnfit,
+} from "./kinds.ts";
+import { type ChatMessage, ModelClient, type Usage } from "./model-client.ts";
+import { firstJsonObject } from "./reply.ts";
+import type { JudgeSpec, ModelRow } from "./spec.ts";
+import { type CompiledTemplate, TemplateError } from "./template.ts";
+
+/** A judge grader as grading needs it. */
+export interface JudgeTarget {
+  id: string;
+  project: string;
+  key: string;
+  spec: JudgeSpec;
+  model: ModelRow;
+}
+
+const MAX_TEMPLATES = 1000;
+const REASK_ECHO_CHARS = 4000;
+
+type ItemError = Extract<GradeOutcome, { error: unknown }>["error"];
+
+export class Judges {
+  private readonly clients = new Map<string, ModelClient>();
+  // compiled once per grader and process; a grader's spec never changes (a new one is a new id)
+  private readonly templates = new Map<string, CompiledTemplate>();
+
+  constructor(
+    private readonly dispatcher: Dispatcher,
+    private readonly metrics: Metrics,
+  ) {}
+
+  client(model: ModelRow): ModelClient {
+    let client = this.clients.get(model.id);
+    if (!client) {
+      client = new ModelClient({ ...model, apiKeyEnv: model.apiKeyEnv }, this.dispatcher);
+      this.clients.set(model.id, client);
+    }
+    return client;
+  }
+
+  /** Drops a deleted model's client (its limits and breaker) and a deleted grader's template. */
+  forget(id: string): void {
+    this.clients.delete(id);
+    this.templates.delete(id);
+  }
+
+  private template(target: JudgeTarget): CompiledTemplate {
+    let template = this.templates.get(target.id);
+    if (!template) {
+      if (target.spec.type !== "binary") throw new Error("only binary judges have templates");
+      template = binaryTemplate(target.spec);
+      if (this.templates.size >= MAX_TEMPLATES) this.templates.delete(this.templates.keys().next().value as string);
+      this.templates.set(target.id, template);
+    }
+    return template;
+  }
+
+  /** The (first) prompt the judge sends for `thread`; throws TemplateError or ThreadUnfit. */
+  prompt(target: JudgeTarget, thread: WireThread): ChatMessage[] {
+    const { spec } = target;
+    if (spec.type === "binary") return binaryPrompt(spec, this.template(target), thread);
+    if (spec.type === "rubric") return rubricPrompt(spec, thread);
+    return prebuiltFirstPrompt(spec, thread);
+  }
+
+  async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    const client = this.client(target.model);
+    const label = `${target.project}/${target.model.key}`;
+    // a template that blew its budget once fails the rest of the batch without rendering again
+    let budgetBlown: ItemError | undefined;
+    return Promise.all(
+      threads.map((thread) =>
+        client.upstream.withSlot(async (): Promise<GradeOutcome> => {
+          if (budgetBlown) return { error: budgetBlown };
+          const usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+          const ask = this.asker(client, label, usage);
+          try {
+            const { spec } = target;
+            const scored =
+              spec.type === "binary"
+                ? await gradeBinary(ask, binaryPrompt(spec, this.template(target), thread))
+                : spec.type === "prebuilt"
+                  ? await gradePrebuilt(ask, spec, thread)
+                  : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
+            if ("invalid" in scored) return { error: { code: "INVALID_SCORE", message: scored.invalid } };
+            return { ...scored, metadata: { ...scored.metadata, model: target.model.key, usage } };
+          } catch (error) {
+            const item = itemError(error);
+            if (error instanceof TemplateError && /renders more than/.test(error.message)) budgetBlown = item;
+            return { error: item };
+          }
+        }),
+      ),
+    );
+  }
+
+  /** Asks for JSON, re-asks once on an unreadable reply, and meters every call. */
+  private asker(client: ModelClient, label: string, usage: Usage): Ask {
+    const call = async (messages: ChatMessage[], schema: { name: string; schema: Record<string, unknown> }) => {
+      const started = performance.now();
+      try {
+        const reply = await client.chat(messages, schema);
+        usage.promptTokens += reply.usage.promptTokens;
+        usage.completionTokens += reply.usage.completionTokens;
+        usage.totalTokens += reply.usage.totalTokens;
+        this.metrics.judgeCall(label, "ok", (performance.now() - started) / 1000, reply.usage);
+        return reply.content;
+      } catch (error) {
+        this.metrics.judgeCall(label, outcomeOf(error), (performance.now() - started) / 1000);
+        throw error;
+      }
+    };
+    return async (messages, output) => {
+      const schema = { name: output.name, schema: output.schema };
+      const first = await call(messages, schema);
+      const read = (text: string) => {
+        const value = firstJsonObject(text);
+        return value ? output.read(value) : { wrong: "the reply holds no JSON object" };
+      };
+      const answer = read(first);
+      if (!isWrong(answer)) return answer;
+      const again = await call(
+        [
+          ...messages,
+          { role: "assistant", content: first.slice(0, REASK_ECHO_CHARS) },
+          {
+            role: "user",
+            content: `That reply cannot be used: ${answer.wrong}. Reply again with only a JSON object matching this JSON schema:\n${JSON.stringify(output.schema)}`,
+          },
+        ],
+        schema,
+      );
+      const second = read(again);
+      if (isWrong(second)) {
+        metricsInvalid(this.metrics, label);
+        throw new UpstreamError("invalid", `the judge's reply has no usable verdict, asked twice: ${second.wrong}`);
+      }
+      return second;
+    };
+  }
+}
+
+const isWrong = (v: unknown): v is { wrong: string } => v !== null && typeof v === "object" && "wrong" in v && !Array.isArray(v);
+const metricsInvalid = (metrics: Metrics, label: string) => metrics.judgeCall(label, "invalid_output");
+
+function outcomeOf(error: unknown): string {
+  if (error instanceof UpstreamError)
+    return error.kind === "denied" ? "egress_denied" : error.kind === "invalid" ? "invalid_response" : "unavailable";
+  return "error";
+}
+
+function itemError(error: unknown): ItemError {
+  if (error instanceof UpstreamError) {
+    const code = error.kind === "denied" ? "EGRESS_DENIED" : error.kind === "invalid" ? "JUDGE_INVALID_OUTPUT" : "JUDGE_UNAVAILABLE";
+    return { code, message: error.message };
+  }
+  if (error instanceof TemplateError) {
+    return {
+      code: "GRADER_ERROR",
+      message: `the template failed on this thread: ${error.message}`,
+      ...(error.line === undefined ? {} : { line: error.line, column: error.column ?? 1 }),
+    };
+  }
+  if (error instanceof ThreadUnfit) return { code: "INVALID_THREAD", message: error.message };
+  return { code: "JUDGE_UNAVAILABLE", message: `the judge call failed: ${(error as Error)?.message ?? String(error)}` };
+}

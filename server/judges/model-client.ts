@@ -1,0 +1,164 @@
+// One registered judge model: chat completions through the `openai` package (which speaks to
+// vLLM, Ollama, llama.cpp's server and OpenAI alike), over a dispatcher that enforces the
+// egress policy, with replies bounded in size and read strictly, and the Upstream's limits.
+
+import OpenAI from "openai";
+import { type Dispatcher, fetch as undiciFetch } from "undici";
+import { z } from "zod";
+import { egressDenial } from "../egress.ts";
+import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
+
+/** The largest chat-completion response read from a model, in bytes. */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+export interface ModelSpec {
+  id: string;
+  project: string;
+  key: string;
+  baseURL: string;
+  model: string;
+  apiKeyEnv?: string;
+  maxConcurrency: number;
+  timeoutMs: number;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+export interface ChatReply {
+  content: string;
+  usage: Usage;
+}
+
+const count = z.number().int().min(0).max(1e12);
+/** What we read of a chat completion; anything else in it is ignored. */
+const Completion = z.object({
+  choices: z
+    .array(z.object({ message: z.object({ content: z.string().nullable().optional() }) }))
+    .min(1)
+    .max(128),
+  usage: z
+    .object({ prompt_tokens: count.optional(), completion_tokens: count.optional(), total_tokens: count.optional() })
+    .nullable()
+    .optional(),
+});
+
+class ResponseTooLarge extends Error {}
+
+/** A fetch whose response bodies stop at MAX_RESPONSE_BYTES, through the egress dispatcher. */
+export function boundedFetch(dispatcher: Dispatcher, maxBytes = MAX_RESPONSE_BYTES): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const response = await undiciFetch(input as never, { ...(init as object), dispatcher } as never);
+    const declared = Number(response.headers.get("content-length"));
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      await response.body?.cancel().catch(() => {});
+      throw new ResponseTooLarge(`the response declares ${declared} bytes; at most ${maxBytes} are read`);
+    }
+    let seen = 0;
+    const limit = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > maxBytes) controller.error(new ResponseTooLarge(`the response is over ${maxBytes} bytes; at most that is read`));
+        else controller.enqueue(chunk);
+      },
+    });
+    const body = response.body ? (response.body as unknown as ReadableStream<Uint8Array>).pipeThrough(limit) : null;
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers as never });
+  }) as typeof fetch;
+}
+
+export class ModelClient {
+  readonly upstream: Upstream;
+  private readonly openai: OpenAI;
+  /** false once the server refused a structured-output request: JSON is asked for in words then */
+  private structured = true;
+
+  constructor(
+    readonly spec: ModelSpec,
+    dispatcher: Dispatcher,
+  ) {
+    this.upstream = new Upstream(`model ${spec.key} (${spec.baseURL})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs });
+    this.openai = new OpenAI({
+      baseURL: spec.baseURL,
+      // an OpenAI-compatible server without auth still gets a header; the value is ours, not a secret
+      apiKey: (spec.apiKeyEnv && process.env[spec.apiKeyEnv]) || "gradebox-no-key",
+      maxRetries: 0, // the Upstream retries, so that the breaker and the metrics see every attempt
+      timeout: spec.timeoutMs,
+      fetch: boundedFetch(dispatcher),
+    });
+  }
+
+  /** One chat completion (retried as the Upstream allows); JSON per `schema` where the server supports it. */
+  async chat(messages: ChatMessage[], schema?: { name: string; schema: Record<string, unknown> }): Promise<ChatReply> {
+    return this.upstream.call(async (signal) => {
+      const ask = (structured: boolean) =>
+        this.openai.chat.completions.create(
+          {
+            model: this.spec.model,
+            messages,
+            temperature: 0,
+            ...(structured && schema ? { response_format: { type: "json_schema", json_schema: { ...schema, strict: true } } } : {}),
+          },
+          { signal, maxRetries: 0 },
+        );
+      let raw: unknown;
+      try {
+        try {
+          raw = await ask(this.structured && schema !== undefined);
+        } catch (error) {
+          // servers without structured output refuse the request with a 400: ask again without it
+          if (!(this.structured && schema && error instanceof OpenAI.APIError && error.status === 400)) throw error;
+          raw = await ask(false);
+          this.structured = false;
+        }
+      } catch (error) {
+        throw classify(error, signal);
+      }
+      const parsed = Completion.safeParse(raw);
+      if (!parsed.success) {
+        throw new UpstreamError(
+          "invalid",
+          `the model's response is not a chat completion: ${parsed.error.issues[0]?.message ?? "bad shape"}`,
+        );
+      }
+      const usage = parsed.data.usage ?? {};
+      const promptTokens = usage.prompt_tokens ?? 0;
+      const completionTokens = usage.completion_tokens ?? 0;
+      return {
+        content: parsed.data.choices[0].message.content ?? "",
+        usage: { promptTokens, completionTokens, totalTokens: usage.total_tokens ?? promptTokens + completionTokens },
+      };
+    });
+  }
+}
+
+function classify(error: unknown, signal: AbortSignal): UpstreamError {
+  const denied = egressDenial(error);
+  if (denied) return new UpstreamError("denied", denied.message);
+  for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ResponseTooLarge) return new UpstreamError("invalid", e.message);
+  }
+  if (error instanceof OpenAI.APIError && typeof error.status === "number") {
+    const status = error.status;
+    const message = `the model answered HTTP ${status}${error.message ? `: ${error.message.slice(0, 300)}` : ""}`;
+    if (status === 429)
+      return new UpstreamError("unavailable", message, { retryable: true, retryAfterMs: retryAfterMs(error.headers) ?? 1000 });
+    if (status >= 500 || status === 408) return new UpstreamError("unavailable", message, { retryable: true });
+    return new UpstreamError("unavailable", message);
+  }
+  if (signal.aborted || error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new UpstreamError("unavailable", "the model did not answer in time", { retryable: true, cause: error });
+  }
+  if (error instanceof SyntaxError) return new UpstreamError("invalid", `the model's response is not JSON: ${error.message.slice(0, 200)}`);
+  const cause = (error as { cause?: { message?: string } })?.cause?.message;
+  return new UpstreamError("unavailable", `cannot reach the model: ${cause ?? (error as Error)?.message ?? String(error)}`, {
+    retryable: true,
+    cause: error,
+  });
+}

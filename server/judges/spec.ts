@@ -1,0 +1,93 @@
+// The one definition of a judge grader and of a judge model, as stored and as the API shows
+// them: the routes, the store and the OpenAPI document read these schemas.
+
+import { z } from "zod";
+import { MAX_TEMPLATE_CHARS } from "./template.ts";
+
+const KEY = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+export const ModelKey = z
+  .string()
+  .regex(KEY, "model key must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters");
+
+/** Server environment variables a project may name for a secret: the operator decides what to expose under this prefix. */
+export const SECRET_ENV_PREFIX = "GRADEBOX_SECRET_";
+export const SecretEnvName = z
+  .string()
+  .regex(
+    /^GRADEBOX_SECRET_[A-Z0-9_]{1,100}$/,
+    `must name a server environment variable starting with ${SECRET_ENV_PREFIX} (upper-case letters, digits, '_'): only those are handed to outbound calls`,
+  );
+
+export const ModelCreate = z.object({
+  key: ModelKey,
+  baseURL: z
+    .string()
+    .max(2048)
+    .url("baseURL must be an absolute URL, e.g. http://vllm.internal:8000/v1")
+    .refine((u) => /^https?:\/\//i.test(u), "baseURL must be http:// or https://")
+    .describe("an OpenAI-compatible API root (the URL before /chat/completions)"),
+  model: z.string().min(1).max(256).describe("the model name sent in each request"),
+  apiKeyEnv: SecretEnvName.optional().describe("the server environment variable holding the API key (never stored)"),
+  maxConcurrency: z.number().int().min(1).max(256).default(8).describe("requests in flight to this model at once"),
+  timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe("per attempt"),
+});
+export const Model = ModelCreate.extend({
+  project: z.string(),
+  maxConcurrency: z.number(),
+  timeoutMs: z.number(),
+  createdAt: z.string(),
+});
+export type ModelRow = z.infer<typeof Model> & { id: string };
+
+const TemplateVariableValues = z
+  .record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "template variable names are identifiers of at most 64 characters"),
+    z.string().max(10_000),
+  )
+  .refine((r) => Object.keys(r).length <= 32, "at most 32 template variables");
+
+export const BinaryJudge = z.object({
+  type: z.literal("binary"),
+  model: ModelKey,
+  criteria: z.string().min(1).max(10_000).describe("what a completion must do to PASS"),
+  template: z.string().max(MAX_TEMPLATE_CHARS).optional().describe("a Handlebars template for the whole prompt; absent: ours"),
+  templateVariables: TemplateVariableValues.optional(),
+});
+
+export const PREBUILT_METRICS = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANSWER_RELEVANCY"] as const;
+export const PrebuiltJudge = z.object({ type: z.literal("prebuilt"), model: ModelKey, metric: z.enum(PREBUILT_METRICS) });
+
+export const RubricOption = z.object({
+  label: z.string().min(1).max(128),
+  value: z.number().min(0).max(1),
+  na: z.boolean().optional().describe("choosing it means the criterion cannot be assessed"),
+});
+export const RubricCriterion = z
+  .object({
+    name: z.string().min(1).max(128),
+    requirement: z.string().min(1).max(4000),
+    weight: z.number().finite().min(-1000).max(1000).default(10).describe("negative: a penalty"),
+    options: z.array(RubricOption).min(2).max(16).optional().describe("a multi-choice criterion: the judge picks one label"),
+  })
+  .refine(
+    (c) => !c.options || c.options.filter((o) => !o.na).length >= 2,
+    "a multi-choice criterion needs at least 2 options that are not na",
+  );
+export const CANNOT_ASSESS = ["skip", "zero", "partial", "fail"] as const;
+export const RubricJudge = z.object({
+  type: z.literal("rubric"),
+  model: ModelKey,
+  criteria: z
+    .array(RubricCriterion)
+    .min(1)
+    .max(50)
+    .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, "criterion names must be unique"),
+  cannotAssess: z.enum(CANNOT_ASSESS).default("skip"),
+  partialCredit: z.number().min(0).max(1).default(0.5).describe("the credit of a CANNOT_ASSESS criterion under 'partial'"),
+});
+
+export const JudgeSpec = z.discriminatedUnion("type", [BinaryJudge, PrebuiltJudge, RubricJudge]);
+export type JudgeSpec = z.infer<typeof JudgeSpec>;
+export type BinaryJudgeSpec = z.infer<typeof BinaryJudge>;
+export type PrebuiltJudgeSpec = z.infer<typeof PrebuiltJudge>;
+export type RubricJudgeSpec = z.infer<typeof RubricJudge>;

@@ -1,0 +1,134 @@
+// How the server calls something it does not control (a judge model, an endpoint): at most
+// `maxConcurrency` items at once (the rest wait in arrival order), a deadline per attempt,
+// retries with backoff on what a repeat can fix (429 honouring retry-after, 5xx, timeouts,
+// refused connections), and a circuit breaker that fails fast while the target is down.
+
+export type FailureKind = "unavailable" | "invalid" | "denied";
+
+/** One attempt's failure, classified by the caller that understands the protocol. */
+export class UpstreamError extends Error {
+  override name = "UpstreamError";
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+    readonly options: { retryable?: boolean; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+}
+
+export interface UpstreamOptions {
+  maxConcurrency: number;
+  /** per attempt */
+  timeoutMs: number;
+  /** repeats after the first attempt (default 2) */
+  retries?: number;
+  /** consecutive failures that open the breaker (default 5) */
+  breakerThreshold?: number;
+  /** how long an open breaker fails fast before it lets one probe through (default 10 s) */
+  breakerCooldownMs?: number;
+  /** the longest wait between attempts, retry-after included (default 10 s) */
+  maxRetryWaitMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Parses retry-after (seconds or an HTTP date) and retry-after-ms into milliseconds. */
+export function retryAfterMs(headers: { get(name: string): string | null } | undefined): number | undefined {
+  if (!headers) return undefined;
+  const ms = Number(headers.get("retry-after-ms"));
+  if (headers.get("retry-after-ms") && Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = headers.get("retry-after");
+  if (!raw) return undefined;
+  const seconds = Number(raw);
+  const wait = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(raw) - Date.now();
+  return Number.isFinite(wait) ? Math.max(0, wait) : undefined;
+}
+
+export class Upstream {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  private failures = 0;
+  private openUntil = 0;
+  private probing = false;
+  readonly retries: number;
+  private readonly threshold: number;
+  private readonly cooldownMs: number;
+  private readonly maxWaitMs: number;
+
+  constructor(
+    readonly name: string,
+    private readonly options: UpstreamOptions,
+  ) {
+    this.retries = options.retries ?? 2;
+    this.threshold = options.breakerThreshold ?? 5;
+    this.cooldownMs = options.breakerCooldownMs ?? 10_000;
+    this.maxWaitMs = options.maxRetryWaitMs ?? 10_000;
+  }
+
+  /** In flight now, and waiting for a slot. */
+  get load(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  get breakerOpen(): boolean {
+    return Date.now() < this.openUntil;
+  }
+
+  /** Runs `fn` holding one of the `maxConcurrency` slots (an item may make several calls in it). */
+  async withSlot<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.options.maxConcurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active++;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+
+  /** One call with retries and the breaker; `attempt` throws UpstreamError to be classified. */
+  async call<T>(attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    for (let n = 0; ; n++) {
+      this.admit();
+      const signal = AbortSignal.timeout(this.options.timeoutMs);
+      try {
+        const result = await attempt(signal);
+        this.failures = 0;
+        this.openUntil = 0;
+        this.probing = false;
+        return result;
+      } catch (raw) {
+        const error =
+          raw instanceof UpstreamError
+            ? raw
+            : signal.aborted
+              ? new UpstreamError("unavailable", `no answer within ${this.options.timeoutMs} ms`, { retryable: true, cause: raw })
+              : new UpstreamError("unavailable", (raw as Error)?.message ?? String(raw), { retryable: true, cause: raw });
+        this.probing = false;
+        // a 429 means the target is up and busy: it is retried, not held against the breaker
+        const counts = error.kind === "unavailable" && error.options.retryAfterMs === undefined;
+        if (counts && ++this.failures >= this.threshold) this.openUntil = Date.now() + this.cooldownMs;
+        if (!error.options.retryable || n >= this.retries || this.breakerOpen) {
+          if (n > 0 && error.kind === "unavailable") error.message = `${error.message} (after ${n + 1} attempts)`;
+          throw error;
+        }
+        const backoff = Math.min(this.maxWaitMs, 100 * 2 ** n) * (0.5 + Math.random() * 0.5);
+        await sleep(Math.min(this.maxWaitMs, error.options.retryAfterMs ?? backoff));
+      }
+    }
+  }
+
+  /** Open: fail fast; past the cool-down one probe goes through, and its outcome decides. */
+  private admit(): void {
+    if (this.openUntil === 0) return;
+    if (Date.now() < this.openUntil || this.probing) {
+      throw new UpstreamError(
+        "unavailable",
+        `${this.name} failed ${this.failures} times in a row; calls fail fast until ${new Date(Math.max(this.openUntil, Date.now())).toISOString()} (circuit open)`,
+      );
+    }
+    this.probing = true;
+  }
+}
