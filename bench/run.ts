@@ -13,6 +13,7 @@ import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
+import { judgeRows } from "./judges.ts";
 import { latencies, pct } from "./latency.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 import { provenance } from "./provenance.ts";
@@ -212,7 +213,7 @@ log("pool rows done");
 // (e) over HTTP through the SDK, against the real server in its own process
 const dir = mkdtempSync(join(tmpdir(), "gradebox-bench-"));
 // the real server in its own process, started as the tests start it
-const server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2" });
+const server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2", GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" });
 try {
   const url = server.url;
   const client = new Gradebox({ baseURL: url, project: "default", apiKey: readFileSync(join(dir, "default.key"), "utf8").trim() });
@@ -242,13 +243,26 @@ try {
     grader: "exact-match",
     ...(await latencies((i) => client.graders.grade({ graderKey: "exact-match", thread: threads[i % threads.length] }), 2500, 500)),
   });
+  const floor = await bareFastify(threads[0]);
   rows.push({
     row: "(e₀) floor: bare Fastify route, one thread, the SDK's transport",
     grader: "",
-    ...(await bareFastify(threads[0])),
+    ...floor,
     note: "what one HTTP request costs here before any grading",
   });
   log("http rows done");
+
+  const judge = await judgeRows(client, {
+    turns: [
+      { role: "user", content: "What is the capital of France?" },
+      { role: "assistant", content: "Paris." },
+    ],
+  });
+  rows.push(judge.row, judge.single, judge.directRow);
+  Object.assign(extra, judge.extra);
+  // the SDK-to-Gradebox hop is e₀'s; what is left is Gradebox's own work per judge call
+  extra.judgeOverheadBeyondHttpFloorP50Ms = +(judge.extra.judgeOverheadP50Ms - floor.p50Ms).toFixed(2);
+  log("judge rows done");
 
   // registration latency (five checks), warm server
   const reg: number[] = [];

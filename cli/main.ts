@@ -7,21 +7,22 @@ import { Command } from "commander";
 import { createTwoFilesPatch } from "diff";
 import {
   ConflictError,
-  Gradebox,
   GraderRuntimeError,
-  GraderValidationError,
   type GraderWithSource,
+  type JudgeDefinition,
   type Sample,
   type UpdateResult,
   type WireThread,
 } from "../sdk/index.ts";
 import { loadConfig } from "../server/config.ts";
 import { Store } from "../server/store.ts";
+import { type ApiOptions, caret, client, fail, printJson, run, withApiOptions } from "./api.ts";
 import { gradeFile } from "./grade-file.ts";
+import { addJudgeCommands } from "./judges.ts";
 
 const program = new Command()
   .name("gradebox")
-  .description("Function graders: register, validate and run async grade(thread) functions in a sandbox.")
+  .description("Function and judge graders: register, validate and run async grade(thread) functions in a sandbox, or AI judges.")
   .showHelpAfterError();
 
 program
@@ -96,61 +97,25 @@ keys
 // ---------------------------------------------------------------------------------------------
 // Commands against a running server, through the SDK
 
-interface ApiOptions {
-  url?: string;
-  apiKey?: string;
-  project?: string;
-  json?: boolean;
-}
-
-function client(opts: ApiOptions): Gradebox {
-  return new Gradebox({ baseURL: opts.url, apiKey: opts.apiKey, project: opts.project });
-}
-
-/** The options every API command takes; flags win over GRADEBOX_URL, GRADEBOX_API_KEY, GRADEBOX_PROJECT. */
+/** A top-level command with the options every API command takes. */
 function api(name: string, description: string): Command {
-  return program
-    .command(name)
-    .description(description)
-    .option("--url <url>", "server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
-    .option("--api-key <key>", "API key (env GRADEBOX_API_KEY)")
-    .option("--project <name>", "project (env GRADEBOX_PROJECT, default: default)")
-    .option("--json", "machine-readable output");
+  return withApiOptions(program.command(name).description(description));
 }
 
-/** The source's line (1-based) with a caret under its column, as push and grade print them. */
-function caret(source: string, line: number, column = 1, indent = "  "): string {
-  const text = source.split("\n")[line - 1] ?? "";
-  return `${indent}${line} | ${text}\n${indent}${" ".repeat(String(line).length)} | ${" ".repeat(Math.max(0, column - 1))}^`;
-}
-
-function fail(error: unknown, opts: ApiOptions, source?: string): never {
-  if (opts.json) {
-    const e = error as { code?: string; status?: number; check?: string; line?: number; column?: number; message: string };
-    console.log(
-      JSON.stringify({ error: { code: e.code, status: e.status, check: e.check, line: e.line, column: e.column, message: e.message } }),
-    );
-  } else if (error instanceof GraderValidationError) {
-    console.error(`✗ ${error.check} check failed: ${(error.body.message as string) ?? error.message}`);
-    if (source && error.line) console.error(`\n${caret(source, error.line, error.column)}`);
-  } else if (error instanceof GraderRuntimeError && error.line !== undefined) {
-    // GRADER_ERROR: where the grader's code threw, in its source
-    console.error(`✗ ${error.message} (line ${error.line}, column ${error.column})`);
-    if (source) console.error(`\n${caret(source, error.line, error.column)}`);
-  } else {
-    console.error(`✗ ${(error as Error).message}`);
+/** A judge's definition, as `get` shows it. */
+function describeJudge(j: JudgeDefinition): string {
+  const head = `  ${j.type} judge, model ${j.model}`;
+  if (j.type === "prebuilt") return `${head}: ${j.metric}`;
+  if (j.type === "binary") {
+    const vars = Object.entries(j.templateVariables ?? {}).map(([k, v]) => `\n  var ${k}=${v}`);
+    return `${head}\n  criteria: ${j.criteria}${vars.join("")}${j.template ? `\n\n${j.template}` : ""}`;
   }
-  process.exit(1);
-}
-
-const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
-
-/** Runs a command's work; any error is reported by `fail` (with the source, for a caret). */
-const run = (opts: ApiOptions, work: () => Promise<unknown>, source?: string) =>
-  work().then(
-    () => undefined,
-    (error) => fail(error, opts, source),
+  const criteria = j.criteria.map(
+    (c) =>
+      `\n  ${String(c.weight).padStart(4)}  ${c.name}: ${c.requirement}${c.options ? ` [${c.options.map((o) => `${o.label}=${o.value}`).join(", ")}]` : ""}`,
   );
+  return `${head}, cannot assess: ${j.cannotAssess}${j.cannotAssess === "partial" ? ` (${j.partialCredit})` : ""}${criteria.join("")}`;
+}
 
 /** `key` or `key@version`. */
 function parseRef(ref: string, opts: ApiOptions): { key: string; version?: number } {
@@ -304,6 +269,7 @@ api("get", "show one grader with its source")
       if (g.parts) {
         for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`);
       }
+      if (g.judge) console.log(describeJudge(g.judge));
       if (g.source !== undefined) console.log(`\n${g.source}`);
     }),
   );
@@ -380,5 +346,7 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
       else console.error(line);
     });
   });
+
+addJudgeCommands(program);
 
 await program.parseAsync();

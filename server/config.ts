@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EngineLimits } from "../sandbox/engine.ts";
+import { egressPolicy } from "./egress.ts";
 
 const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -21,7 +22,17 @@ const EnvSchema = z.object({
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
   // host names and CIDRs outbound calls (judge models) may reach beyond public addresses
-  GRADEBOX_EGRESS_ALLOW: z.string().max(10_000).default(""),
+  GRADEBOX_EGRESS_ALLOW: z
+    .string()
+    .max(10_000)
+    .default("")
+    .superRefine((allow, ctx) => {
+      try {
+        egressPolicy(allow);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+      }
+    }),
   // unset (or empty): the server makes one at first start and saves it next to the database
   GRADEBOX_METRICS_TOKEN: z.preprocess(
     (v) => (v === "" ? undefined : v),

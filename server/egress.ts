@@ -65,14 +65,14 @@ export function egressPolicy(allow = ""): EgressPolicy {
     if (cidr && isIP(cidr[1])) {
       const type = isIP(cidr[1]) === 4 ? "ipv4" : "ipv6";
       const prefix = Number(cidr[2]);
-      if (prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`GRADEBOX_EGRESS_ALLOW: ${entry} has a prefix longer than the address`);
+      if (prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`${entry} has a prefix longer than the address`);
       allowed.addSubnet(cidr[1], prefix, type);
     } else if (isIP(entry)) {
       allowed.addAddress(entry, isIP(entry) === 4 ? "ipv4" : "ipv6");
     } else if (/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(entry)) {
       hosts.push(entry);
     } else {
-      throw new Error(`GRADEBOX_EGRESS_ALLOW: "${entry}" is neither a host name (a.example, *.example) nor a CIDR (10.0.0.0/8)`);
+      throw new Error(`"${entry}" is neither a host name (a.example, *.example) nor a CIDR (10.0.0.0/8)`);
     }
   }
   const hostAllowed = (host: string) =>

@@ -1,5 +1,6 @@
 // The gradebox command against the real server: push (with a caret under a syntax error),
-// test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it.
+// test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it; models
+// and judge graders against the scripted OpenAI-compatible server of test/fake-openai.ts.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -8,18 +9,29 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { FakeOpenAI } from "./fake-openai.ts";
 import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-"));
 let server: SpawnedServer;
 let env: NodeJS.ProcessEnv;
+let fake: FakeOpenAI;
 before(async () => {
-  server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2", GRADEBOX_LOG_LEVEL: "warn" });
+  fake = await new FakeOpenAI().start();
+  fake.fallback = { json: { reasoning: "ok", verdict: "PASS" } };
+  server = await spawnServer({
+    GRADEBOX_DB: join(dir, "g.db"),
+    GRADEBOX_WORKERS: "2",
+    GRADEBOX_LOG_LEVEL: "warn",
+    // the fake model listens on loopback, which the egress policy refuses by default
+    GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32",
+  });
   env = { ...process.env, GRADEBOX_URL: server.url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() };
 });
 after(async () => {
   server.child.kill("SIGTERM");
   await server.exited;
+  await fake.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -190,4 +202,99 @@ test("a grader error: grade --thread prints the line with a caret under the colu
   assert.match(stdout, /thread 1: 0\n/);
   assert.match(stdout, /thread 2: GRADER_ERROR: TypeError: t\.metadata\.k\.filter is not a function \(line 3, column 23\)\n/);
   assert.match(stdout, / {6}3 \| {3}return t\.metadata\.k\.filter\(\(x\) => x\)\.length;\n {8}\| {23}\^/);
+});
+
+test("models create, list; judge create binary, shown as a judge by ls, graded by grade; judge prompt shows the criteria", async () => {
+  assert.match(
+    (await run("models", "create", "jm", "--base-url", fake.url, "--model", "judge-1", "--max-concurrency", "2")).stdout,
+    /✓ created model jm: judge-1 at http:\/\/127\.0\.0\.1:\d+\/v1/,
+  );
+  assert.match((await run("models", "list")).stdout, /^jm +judge-1 +http:\S+\/v1 {2}\(concurrency 2, timeout 60000ms, no key\)$/m);
+  assert.deepEqual(
+    JSON.parse((await run("models", "list", "--json")).stdout).map((m: { key: string; model: string }) => [m.key, m.model]),
+    [["jm", "judge-1"]],
+  );
+
+  const created = await run("judge", "create", "binary", "polite", "--model", "jm", "--criteria", "answers the question politely");
+  assert.match(created.stdout, /✓ created polite \(binary judge, model jm\)/);
+  assert.match((await run("ls")).stdout, /^polite +judge /m);
+
+  const thread = join(dir, "qa.json");
+  const qa = (answer: string) =>
+    JSON.stringify({
+      turns: [
+        { role: "user", content: "Is the sky blue?" },
+        { role: "assistant", content: answer },
+      ],
+    });
+  writeFileSync(thread, qa("Yes, it is."));
+  assert.equal((await run("grade", "polite", "--thread", thread)).stdout.trim(), "1  (ok)");
+  fake.on(/Whatever/, { json: { reasoning: "rude", verdict: "FAIL" } });
+  writeFileSync(thread, qa("Whatever."));
+  assert.equal((await run("grade", "polite", "--thread", thread)).stdout.trim(), "0  (rude)");
+  assert.equal(fake.requests.at(-1)?.body.model, "judge-1");
+
+  const prompt = (await run("judge", "prompt", "polite", "--thread", thread)).stdout;
+  assert.match(prompt, /^── system ──\n/);
+  assert.match(prompt, /answers the question politely/);
+  assert.match(prompt, /\n── user ──\n[\s\S]*Whatever\./);
+  const messages = JSON.parse((await run("judge", "prompt", "polite", "--thread", thread, "--json")).stdout).messages;
+  assert.equal(messages.length, prompt.match(/^── \w+ ──$/gm)?.length);
+});
+
+test("judge create rubric from a criteria file; grade scores it with the --cannot-assess strategy", async () => {
+  const criteria = join(dir, "criteria.json");
+  writeFileSync(
+    criteria,
+    JSON.stringify([
+      { name: "accurate", requirement: "States facts correctly" },
+      { name: "cited", requirement: "Cites a source", weight: 10 },
+    ]),
+  );
+  const created = await run("judge", "create", "rubric", "facts", "--model", "jm", "--criteria-file", criteria, "--cannot-assess", "zero");
+  assert.match(created.stdout, /✓ created facts \(rubric judge, model jm\)/);
+  assert.match((await run("get", "facts")).stdout, /rubric judge, model jm, cannot assess: zero\n +10 {2}accurate: States facts correctly/);
+  fake.on(/Cites a source/, {
+    json: {
+      criteria: [
+        { name: "accurate", reason: "right", verdict: "MET" },
+        { name: "cited", reason: "no idea", verdict: "CANNOT_ASSESS" },
+      ],
+    },
+  });
+  const thread = join(dir, "fact.json");
+  writeFileSync(thread, JSON.stringify({ turns: [{ role: "assistant", content: "The sky is blue." }] }));
+  // zero: CANNOT_ASSESS counts as unmet → 10 / 20
+  assert.match((await run("grade", "facts", "--thread", thread)).stdout, /^0\.5\b/);
+  writeFileSync(criteria, "{}");
+  assert.match(
+    (await runFail("judge", "create", "rubric", "bad", "--model", "jm", "--criteria-file", criteria)).stderr,
+    /must hold a JSON array/,
+  );
+});
+
+test("a broken template is refused with the template check, its line and a caret; nothing stored", async () => {
+  const template = join(dir, "judge.hbs");
+  writeFileSync(template, "Judge this:\n  {{#if completion}}x{{/each}}\n");
+  const failed = await runFail("judge", "create", "binary", "broken", "--model", "jm", "--criteria", "x", "--template-file", template);
+  assert.equal(failed.code, 1);
+  assert.match(failed.stderr, /✗ template check failed: .*doesn't match.* \(line 2, column \d+\)/);
+  assert.match(failed.stderr, / {2}2 \| {3}\{\{#if completion\}\}x\{\{\/each\}\}\n {4}\| +\^/);
+  const json = JSON.parse(
+    (await runFail("judge", "create", "binary", "broken", "--model", "jm", "--criteria", "x", "--template-file", template, "--json"))
+      .stdout,
+  );
+  assert.deepEqual([json.error.code, json.error.check, json.error.line], ["VALIDATION_FAILED", "template", 2]);
+  assert.match((await runFail("get", "broken")).stderr, /404 GRADER_NOT_FOUND/);
+});
+
+test("models delete is refused while a judge uses the model; once the judges are gone it deletes", async () => {
+  const refused = await runFail("models", "delete", "jm");
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /409 MODEL_IN_USE: .*grader "polite"/);
+  await run("rm", "polite");
+  await run("rm", "facts");
+  assert.match((await run("models", "delete", "jm")).stdout, /✓ deleted model jm/);
+  assert.match((await runFail("models", "get", "jm")).stderr, /404 MODEL_NOT_FOUND/);
+  assert.equal((await run("models", "list")).stdout.trim(), "no models");
 });

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { FakeOpenAI } from "./fake-openai.ts";
 import { call, startServer, type TestServer } from "./helpers.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -13,9 +14,12 @@ let s: TestServer;
 let browser: Browser;
 let page: Page;
 let key: string;
+let fake: FakeOpenAI;
 
 before(async () => {
-  s = await startServer({ listen: true });
+  fake = await new FakeOpenAI().start();
+  // the judge model is the fake on loopback, which the server refuses unless allowed
+  s = await startServer({ listen: true, env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" } });
   key = s.keyFor("web");
   await call(s.app, "POST", "/v1/projects/web/graders", {
     key: "exact",
@@ -41,6 +45,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await s.close();
+  await fake.close();
 });
 
 const shot = async (name: string) => {
@@ -246,4 +251,92 @@ test("a grader error in the test panel: its row says line and column, the row un
     await page.textContent("#results tbody tr.error-source pre"),
     `3 | async (t) => (t.metadata.words ? t.metadata.words.filter(Boolean).length : 0)\n  | ${" ".repeat(50)}^`,
   );
+});
+
+test("judges: register a model, refuse a broken template at its line, create a binary judge, grade with it, show its prompt", async () => {
+  await page.fill("#model-key", "judge-m");
+  await page.fill("#model-base-url", fake.url);
+  await page.fill("#model-name", "judge-1");
+  await page.fill("#model-concurrency", "2");
+  await page.click("#model-form button");
+  await page.waitForSelector("#models tr[data-key='judge-m']");
+  assert.equal(s.store.mustGetModel("web", "judge-m").maxConcurrency, 2);
+
+  await page.click("#new-judge");
+  await page.selectOption("#judge-model", "judge-m");
+  await page.fill("#judge-key", "polite");
+  await page.fill("#judge-criteria", "answers <b>politely</b>");
+  await page.fill("#judge-template", "Criteria: {{criteria}}\n{{#if completion}}x{{/each}}");
+  await page.click("#judge-submit");
+  await page.waitForSelector("#judge-error:has-text('template check failed')");
+  assert.match((await page.textContent("#judge-error p")) ?? "", /^template check failed: .*each.* \(line 2, column \d+\)$/);
+  assert.equal(await page.locator("#judge-error .error-line").getAttribute("data-line"), "2");
+  assert.equal(s.store.get("web", "polite"), undefined, "nothing was saved");
+  await shot("console-judge-template-error");
+
+  await page.fill("#judge-template", "");
+  await page.click("#judge-submit");
+  await page.waitForSelector("#detail-key:has-text('polite')");
+  assert.deepEqual(await page.locator("#judge-def dt").allTextContents(), ["model", "type", "criteria", "template"]);
+  assert.deepEqual(await page.locator("#judge-def dd").allTextContents(), [
+    "judge-m",
+    "binary",
+    "answers <b>politely</b>",
+    "the built-in one",
+  ]);
+
+  fake.fallback = { json: { reasoning: "courteous and on topic", verdict: "PASS" } };
+  await page.check("input[name='target'][value='stored']");
+  await page.fill("#test-version", "");
+  const turns = [
+    { role: "user", content: "Is the sky blue?" },
+    { role: "assistant", content: "Yes, thank you for asking." },
+  ];
+  await page.fill("#threads", JSON.stringify({ turns }));
+  await page.click("#run-test");
+  await page.waitForSelector("#results tbody tr:has-text('courteous and on topic')");
+  const [n, score, reason] = await page.locator("#results tbody tr td").allTextContents();
+  assert.deepEqual([n, score], ["1", "1"]);
+  assert.match(reason, /^PASS courteous and on topic · \d+ tokens$/);
+  assert.equal(fake.requests.length, 1);
+  assert.match(fake.requests[0].prompt, /answers <b>politely<\/b>/);
+
+  await page.click("#show-prompt");
+  await page.waitForSelector("#prompt .message[data-role='user']");
+  assert.deepEqual(await page.locator("#prompt .message h4").allTextContents(), ["system", "user"]);
+  const user = (await page.textContent("#prompt .message[data-role='user'] pre")) ?? "";
+  assert.match(user, /Criteria:\nanswers <b>politely<\/b>\n/, "the criteria, as text");
+  assert.match(user, /Response to judge:\nYes, thank you for asking\./);
+  assert.equal(await page.locator("#prompt b").count(), 0, "nothing the server said became HTML");
+  assert.equal(fake.requests.length, 1, "showing the prompt calls no model");
+  await shot("console-judge");
+
+  page.once("dialog", (d) => void d.accept());
+  await page.click("#models tr[data-key='judge-m'] button");
+  await page.waitForSelector("#status:has-text('MODEL_IN_USE')");
+  assert.match((await page.textContent("#status")) ?? "", /used by grader "polite"/);
+  assert.ok(s.store.mustGetModel("web", "judge-m"), "the model in use was kept");
+});
+
+test("judges: a rubric from JSON lines with its cannot-assess choice, shown as a table", async () => {
+  await page.click("#new-judge");
+  await page.selectOption("#judge-kind", "rubric");
+  assert.equal(await page.isVisible("#judge-criteria"), false, "only the rubric's fields");
+  await page.fill("#judge-key", "rubric");
+  await page.fill(
+    "#rubric-criteria",
+    [
+      { name: "tone", requirement: "is polite", weight: 10 },
+      { name: "rude", requirement: "insults the user", weight: -5 },
+    ]
+      .map((c) => JSON.stringify(c))
+      .join("\n"),
+  );
+  await page.selectOption("#rubric-cannot-assess", "partial");
+  await page.click("#judge-submit");
+  await page.waitForSelector("#detail-key:has-text('rubric')");
+  assert.deepEqual(await page.locator("#judge-def table.rubric tbody tr").allTextContents(), ["toneis polite10", "rudeinsults the user-5"]);
+  assert.match((await page.textContent("#judge-def")) ?? "", /cannot assesspartial \(credit 0\.5\)/);
+  const stored = s.store.mustGet("web", "rubric").judge;
+  assert.equal(stored?.type === "rubric" && stored.cannotAssess, "partial");
 });

@@ -30,6 +30,8 @@ export interface Behaviour {
   truncate?: boolean;
   /** a body of this many bytes */
   hugeBytes?: number;
+  /** a 307 to this URL */
+  redirect?: string;
   /** never answers (the connection stays open until the server closes) */
   hang?: boolean;
   delayMs?: number;
@@ -118,6 +120,10 @@ export class FakeOpenAI {
       const headers: Record<string, string> = { "content-type": "application/json" };
       if (behaviour.retryAfter !== undefined) headers["retry-after"] = behaviour.retryAfter;
       res.writeHead(behaviour.status, headers).end(JSON.stringify({ error: { message: `scripted ${behaviour.status}` } }));
+      return;
+    }
+    if (behaviour.redirect) {
+      res.writeHead(307, { location: behaviour.redirect }).end();
       return;
     }
     if (behaviour.garbageBody) {

@@ -267,14 +267,14 @@ describe("reading the judge's reply", () => {
     assert.equal(fake.requests.length, 2);
   });
 
-  test("a body that is not a chat completion, or over 4 MB, is JUDGE_INVALID_OUTPUT", async () => {
+  test("a body that is not a chat completion, or over 1 MB, is JUDGE_INVALID_OUTPUT", async () => {
     fake.fallback = { garbageBody: true };
     const garbage = await grade("polite", qa("x"));
     assert.equal(garbage.body.code, "JUDGE_INVALID_OUTPUT", JSON.stringify(garbage.body));
     fake.fallback = { hugeBytes: 8 * 1024 * 1024 };
     const huge = await grade("polite", qa("x"));
     assert.equal(huge.body.code, "JUDGE_INVALID_OUTPUT", JSON.stringify(huge.body));
-    assert.match(huge.body.detail, /over 4194304 bytes/);
+    assert.match(huge.body.detail, /over 1048576 bytes/);
   });
 
   test("a server without structured output is asked again without it, and remembered", async () => {
@@ -569,6 +569,15 @@ describe("egress policy", () => {
       assert.equal(r.body.code, "EGRESS_DENIED", baseURL);
       assert.match(r.body.detail, /GRADEBOX_EGRESS_ALLOW/);
     }
+  });
+
+  test("a redirect opens a new connection, checked like the first: an allowed model cannot bounce a call to a private address", async () => {
+    fake.on(/bounce/, { redirect: "http://10.0.0.1/v1/chat/completions" });
+    const r = await grade("polite", qa("bounce"));
+    assert.equal(r.status, 422, JSON.stringify(r.body));
+    assert.equal(r.body.code, "EGRESS_DENIED");
+    assert.match(r.body.detail, /10\.0\.0\.1 is a loopback, private, link-local or metadata address/);
+    assert.equal(fake.requests.length, 1);
   });
 
   test("every call is checked: a model stored before the policy tightened gets EGRESS_DENIED, and no request reaches it", async () => {

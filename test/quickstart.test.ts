@@ -16,7 +16,8 @@ let server: SpawnedServer;
 let url = "";
 
 before(async () => {
-  server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "1" });
+  // as the README starts it for the judges example: judges may call a model on this machine
+  server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "1", GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" });
   url = server.url;
 });
 after(() => {
@@ -55,6 +56,22 @@ test("the README's versions example runs verbatim and prints what the README say
     env: { ...process.env, GRADEBOX_URL: url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() },
   });
   assert.equal(stdout, printed);
+});
+
+test("the README's judges example runs verbatim against a local OpenAI-compatible server and prints what the README says", async () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const source = readFileSync(join(root, "examples/judges.ts"), "utf8");
+  assert.ok(readme.includes(`\`\`\`ts\n${source}\`\`\``), "the README shows the judges example verbatim");
+  assert.match(readme, /GRADEBOX_EGRESS_ALLOW=127\.0\.0\.1\/32 make run/, "the README says how to let judges reach this machine");
+  const printed = /examples\/judges\.ts[\s\S]*?It prints:\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(printed, "the README shows its output");
+  const run = () =>
+    promisify(execFile)("npx", ["tsx", "examples/judges.ts"], {
+      cwd: root,
+      env: { ...process.env, GRADEBOX_URL: url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() },
+    });
+  assert.equal((await run()).stdout, printed);
+  assert.equal((await run()).stdout, printed, "it can be run again");
 });
 
 test("the first start created project default with a key, printed once and saved with mode 0600", async () => {

@@ -9,7 +9,7 @@ import { egressDenial } from "../egress.ts";
 import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
 
 /** The largest chat-completion response read from a model, in bytes. */
-export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export interface ModelSpec {
   id: string;
