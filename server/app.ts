@@ -24,6 +24,7 @@ import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { Grading } from "./grading.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
+import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { judgeRoutes } from "./routes/judges.ts";
@@ -234,7 +235,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   });
 
   const egress = egressPolicy(config.egressAllow);
-  const dispatcher = egressAgent(egress);
+  const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
   const judges = new Judges(dispatcher, metrics);
   const grading = new Grading(store, pool, judges);
   app.addHook("onClose", async () => {

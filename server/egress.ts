@@ -120,9 +120,11 @@ export function egressPolicy(allow = ""): EgressPolicy {
  * An undici dispatcher whose every new connection goes to an address the policy allowed, and to
  * that very address (the name is resolved once, here: a second lookup could answer differently).
  */
-export function egressAgent(policy: EgressPolicy, options: { connectTimeoutMs?: number } = {}): Agent {
+export function egressAgent(policy: EgressPolicy, options: { connectTimeoutMs?: number; maxResponseSize?: number } = {}): Agent {
   const connector = buildConnector({ timeout: options.connectTimeoutMs ?? 10_000 });
   return new Agent({
+    // a body past it fails the request (UND_ERR_RES_EXCEEDED_MAX_SIZE): a reply is never read whole first
+    ...(options.maxResponseSize ? { maxResponseSize: options.maxResponseSize } : {}),
     connect(opts, callback) {
       const host = opts.hostname;
       policy.resolve(host).then(

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { egressDenial } from "../egress.ts";
 import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
 
-/** The largest chat-completion response read from a model, in bytes. */
+/** The largest chat-completion response read from a model, in bytes (the egress agent stops there). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export interface ModelSpec {
@@ -49,28 +49,10 @@ const Completion = z.object({
     .optional(),
 });
 
-class ResponseTooLarge extends Error {}
-
-/** A fetch whose response bodies stop at MAX_RESPONSE_BYTES, through the egress dispatcher. */
-export function boundedFetch(dispatcher: Dispatcher, maxBytes = MAX_RESPONSE_BYTES): typeof fetch {
-  return (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const response = await undiciFetch(input as never, { ...(init as object), dispatcher } as never);
-    const declared = Number(response.headers.get("content-length"));
-    if (Number.isFinite(declared) && declared > maxBytes) {
-      await response.body?.cancel().catch(() => {});
-      throw new ResponseTooLarge(`the response declares ${declared} bytes; at most ${maxBytes} are read`);
-    }
-    let seen = 0;
-    const limit = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > maxBytes) controller.error(new ResponseTooLarge(`the response is over ${maxBytes} bytes; at most that is read`));
-        else controller.enqueue(chunk);
-      },
-    });
-    const body = response.body ? (response.body as unknown as ReadableStream<Uint8Array>).pipeThrough(limit) : null;
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers as never });
-  }) as typeof fetch;
+/** A fetch through the egress dispatcher (which also caps response bodies: egressAgent's maxResponseSize). */
+export function dispatcherFetch(dispatcher: Dispatcher): typeof fetch {
+  return ((input: RequestInfo | URL, init?: RequestInit) =>
+    undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as never;
 }
 
 export class ModelClient {
@@ -90,7 +72,7 @@ export class ModelClient {
       apiKey: (spec.apiKeyEnv && process.env[spec.apiKeyEnv]) || "gradebox-no-key",
       maxRetries: 0, // the Upstream retries, so that the breaker and the metrics see every attempt
       timeout: spec.timeoutMs,
-      fetch: boundedFetch(dispatcher),
+      fetch: dispatcherFetch(dispatcher),
     });
   }
 
@@ -142,7 +124,9 @@ function classify(error: unknown, signal: AbortSignal): UpstreamError {
   const denied = egressDenial(error);
   if (denied) return new UpstreamError("denied", denied.message);
   for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof ResponseTooLarge) return new UpstreamError("invalid", e.message);
+    if ((e as { code?: string }).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      return new UpstreamError("invalid", `the response is over ${MAX_RESPONSE_BYTES} bytes; at most that is read`);
+    }
   }
   if (error instanceof OpenAI.APIError && typeof error.status === "number") {
     const status = error.status;
