@@ -12,6 +12,7 @@ import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
+import { endpointRows } from "./endpoints.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { judgeRows } from "./judges.ts";
 import { latencies, pct } from "./latency.ts";
@@ -263,6 +264,11 @@ try {
   // the SDK-to-Gradebox hop is e₀'s; what is left is Gradebox's own work per judge call
   extra.judgeOverheadBeyondHttpFloorP50Ms = +(judge.extra.judgeOverheadP50Ms - floor.p50Ms).toFixed(2);
   log("judge rows done");
+
+  const ep = await endpointRows(client);
+  rows.push(...ep.rows);
+  Object.assign(extra, ep.extra);
+  log("endpoint rows done");
 
   // registration latency (five checks), warm server
   const reg: number[] = [];

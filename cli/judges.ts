@@ -10,7 +10,7 @@ const PREBUILT: PrebuiltJudgeType[] = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANS
 const CANNOT_ASSESS: CannotAssessStrategy[] = ["skip", "zero", "partial", "fail"];
 
 /** Option parsers: commander reports a bad value as it does a missing one, and exits 1. */
-const wholeNumber = (v: string) => {
+export const wholeNumber = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("it must be a whole number from 1");
   return n;

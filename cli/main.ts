@@ -17,12 +17,15 @@ import {
 import { loadConfig } from "../server/config.ts";
 import { Store } from "../server/store.ts";
 import { type ApiOptions, caret, client, fail, printJson, run, withApiOptions } from "./api.ts";
+import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
 import { gradeFile } from "./grade-file.ts";
 import { addJudgeCommands } from "./judges.ts";
 
 const program = new Command()
   .name("gradebox")
-  .description("Function and judge graders: register, validate and run async grade(thread) functions in a sandbox, or AI judges.")
+  .description(
+    "Function, judge and endpoint graders: register, validate and run async grade(thread) functions in a sandbox, AI judges, or external reward servers.",
+  )
   .showHelpAfterError();
 
 program
@@ -270,6 +273,7 @@ api("get", "show one grader with its source")
         for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`);
       }
       if (g.judge) console.log(describeJudge(g.judge));
+      if (g.endpoint) console.log(describeEndpoint(g.endpoint));
       if (g.source !== undefined) console.log(`\n${g.source}`);
     }),
   );
@@ -348,5 +352,6 @@ api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads)
   });
 
 addJudgeCommands(program);
+addEndpointCommands(program);
 
 await program.parseAsync();

@@ -7,6 +7,7 @@ import typescript from "highlight.js/lib/languages/typescript";
 import {
   APIError,
   type CannotAssessStrategy,
+  type EndpointDefinition,
   Gradebox,
   type GradeResult,
   type Grader,
@@ -163,9 +164,9 @@ async function deleteModel(key: string): Promise<void> {
   }
 }
 
-/** Shows one of the right-hand panels: a grader, the grader editor or the judge editor. */
-function showPanel(id: "detail" | "create" | "judge-create"): void {
-  for (const panel of ["detail", "create", "judge-create"]) $(`#${panel}`).hidden = panel !== id;
+/** Shows one of the right-hand panels: a grader, the grader editor, the judge editor or the endpoint form. */
+function showPanel(id: "detail" | "create" | "judge-create" | "endpoint-create"): void {
+  for (const panel of ["detail", "create", "judge-create", "endpoint-create"]) $(`#${panel}`).hidden = panel !== id;
 }
 
 async function open(key: string): Promise<void> {
@@ -187,9 +188,11 @@ async function open(key: string): Promise<void> {
   $("#lock").dataset.locked = String(g.locked);
   const source =
     g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
-  $("#source-block").hidden = !!g.judge;
+  $("#source-block").hidden = !!(g.judge || g.endpoint);
   $("#judge-def").hidden = !g.judge;
+  $("#endpoint-def").hidden = !g.endpoint;
   if (g.judge) renderJudge(g.judge);
+  else if (g.endpoint) renderEndpoint(g.endpoint);
   else renderSource($("#source"), source);
   $("#show-prompt").hidden = !g.judge;
   $("#prompt").replaceChildren();
@@ -198,6 +201,32 @@ async function open(key: string): Promise<void> {
   $("#diff").textContent = "";
   if (g.kind === "function") await showVersions(g.key, g.version);
   await refresh();
+}
+
+/** A definition list of term and value pairs (values as text or elements). */
+function definitions(target: HTMLElement, rows: Array<[string, string | HTMLElement]>): void {
+  target.replaceChildren(
+    ...rows.flatMap(([term, value]) => {
+      const dd = el("dd");
+      dd.append(value);
+      return [el("dt", term), dd];
+    }),
+  );
+}
+
+/** Where an endpoint is and how it is called, what its /info said, and its metadata schema when it has one. */
+function renderEndpoint(e: EndpointDefinition): void {
+  const rows: Array<[string, string | HTMLElement]> = [
+    ["url", e.url],
+    ["info", `${e.info.name} ${e.info.version}${e.info.description ? ` — ${e.info.description}` : ""}`],
+    ["batch", e.batch ? `${e.batchSize} threads per /batch_score call` : "off: /score per thread"],
+    ["max concurrency", String(e.maxConcurrency)],
+    ["timeout", `${e.timeoutMs} ms`],
+  ];
+  const headers = Object.entries(e.headersEnv ?? {});
+  if (headers.length) rows.push(["headers", headers.map(([name, env]) => `${name} from ${env}`).join(", ")]);
+  rows.push(["metadata schema", e.metadataSchema === undefined ? "none" : el("pre", JSON.stringify(e.metadataSchema, null, 2))]);
+  definitions($("#endpoint-def"), rows);
 }
 
 /** What a judge asks of which model: its criteria, template or rubric. */
@@ -218,13 +247,7 @@ function renderJudge(judge: JudgeDefinition): void {
     const credit = judge.cannotAssess === "partial" ? ` (credit ${judge.partialCredit})` : "";
     rows.push(["criteria", rubricTable(judge.criteria)], ["cannot assess", `${judge.cannotAssess}${credit}`]);
   }
-  $("#judge-def").replaceChildren(
-    ...rows.flatMap(([term, value]) => {
-      const dd = el("dd");
-      dd.append(value);
-      return [el("dt", term), dd];
-    }),
-  );
+  definitions($("#judge-def"), rows);
 }
 
 /** A Handlebars template, highlighted, with its failing line marked when there is one. */
@@ -366,10 +389,10 @@ async function create(mode: "create" | "update"): Promise<void> {
 }
 
 /** A refused create in its panel's error box: what failed and, when the server says where, the source with that line marked. */
-function showError(box: HTMLElement, error: unknown, source: string, language: "typescript" | "handlebars"): void {
+function showError(box: HTMLElement, error: unknown, source?: string, language: "typescript" | "handlebars" = "typescript"): void {
   box.hidden = false;
   box.replaceChildren(el("p", errorText(error), "error"));
-  if (!(error instanceof GraderValidationError && error.line)) return;
+  if (source === undefined || !(error instanceof GraderValidationError && error.line)) return;
   const pre = el("pre");
   const code = el("code", "", "hljs");
   pre.append(code);
@@ -414,6 +437,34 @@ function postJudge(c: Gradebox, kind: string): Promise<GraderWithSource> {
   }
   const template = val("#judge-template");
   return c.graders.create.binaryJudge({ ...common, criteria: val("#judge-criteria"), template: template.trim() ? template : undefined });
+}
+
+/** Shows the endpoint form. */
+function showEndpointEditor(): void {
+  showPanel("endpoint-create");
+  $("#endpoint-error").hidden = true;
+}
+
+async function createEndpoint(): Promise<void> {
+  if (!client) return;
+  const box = $("#endpoint-error");
+  const number = (sel: string) => (val(sel).trim() ? Number(val(sel)) : undefined);
+  try {
+    const batch = $<HTMLInputElement>("#endpoint-batch").checked;
+    const g = await client.graders.create.externalEndpoint({
+      key: val("#endpoint-key").trim(),
+      url: val("#endpoint-url").trim(),
+      description: val("#endpoint-description"),
+      batch,
+      batchSize: batch ? number("#endpoint-batch-size") : undefined,
+      maxConcurrency: number("#endpoint-concurrency"),
+    });
+    box.hidden = true;
+    status(`created ${g.key} (${g.endpoint?.info.name ?? "endpoint"} ${g.endpoint?.info.version ?? ""})`, true);
+    await open(g.key);
+  } catch (error) {
+    showError(box, error);
+  }
 }
 
 /** A JSON array, one JSON object, or JSONL. */
@@ -547,6 +598,11 @@ $("#new-grader").addEventListener("click", () => showEditor());
 $("#new-judge").addEventListener("click", () => showJudgeEditor());
 $("#judge-kind").addEventListener("change", () => showJudgeKind());
 $("#judge-submit").addEventListener("click", () => void createJudge());
+$("#new-endpoint").addEventListener("click", () => showEndpointEditor());
+$("#endpoint-submit").addEventListener("click", () => void createEndpoint());
+$("#endpoint-batch").addEventListener("change", () => {
+  $<HTMLInputElement>("#endpoint-batch-size").disabled = !$<HTMLInputElement>("#endpoint-batch").checked;
+});
 $("#model-form").addEventListener("submit", (e) => {
   e.preventDefault();
   void createModel();

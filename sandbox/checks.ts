@@ -1,7 +1,7 @@
 // The vocabulary of validation shared by the sandbox, the server and the SDK's wire types.
 
-/** The five checks of a function grader, and `template`: a judge's template that does not compile or render. */
-export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template"] as const;
+/** The five checks of a function grader; `template`: a judge's template; `endpoint`: an external endpoint's /info or /metadata_schema. */
+export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template", "endpoint"] as const;
 export type Check = (typeof CHECKS)[number];
 
 export interface CheckFailure {

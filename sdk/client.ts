@@ -8,6 +8,7 @@ import { defaultTransport, type Transport, type TransportResponse } from "./tran
 import type {
   CreateBinaryJudgeParams,
   CreateCombinedParams,
+  CreateExternalEndpointParams,
   CreateFunctionParams,
   CreateModelParams,
   CreatePrebuiltJudgeParams,
@@ -167,6 +168,11 @@ export class Graders {
     prebuiltJudge: (params: CreatePrebuiltJudgeParams) => Promise<GraderWithSource>;
     /** weighted rubric criteria, each MET / UNMET / CANNOT_ASSESS (or an option), scored as scoreRubric does */
     rubricJudge: (params: CreateRubricJudgeParams) => Promise<GraderWithSource>;
+    /**
+     * an external reward server, called over HTTP to grade; its /info and /metadata_schema are read first
+     * (ValidationError with check "endpoint" when it cannot be reached or answers badly; EGRESS_DENIED when the address is refused)
+     */
+    externalEndpoint: (params: CreateExternalEndpointParams) => Promise<GraderWithSource>;
   };
 
   constructor(private readonly client: Gradebox) {
@@ -191,6 +197,8 @@ export class Graders {
       prebuiltJudge: (params) =>
         this.client.request<GraderWithSource>("POST", this.path("/prebuilt-judge"), { body: params, retry: false }),
       rubricJudge: (params) => this.client.request<GraderWithSource>("POST", this.path("/rubric-judge"), { body: params, retry: false }),
+      externalEndpoint: (params) =>
+        this.client.request<GraderWithSource>("POST", this.path("/external-endpoint"), { body: params, retry: false }),
     };
   }
 

@@ -1,6 +1,6 @@
 // Error classes: one per HTTP status family, plus the two a grader author meets most.
 
-export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run" | "template";
+export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run" | "template" | "endpoint";
 
 export class GradeboxError extends Error {
   override name = "GradeboxError";
@@ -98,6 +98,9 @@ export const GRADE_ERROR_CODES = [
   "JUDGE_UNAVAILABLE",
   "JUDGE_INVALID_OUTPUT",
   "EGRESS_DENIED",
+  "INVALID_METADATA",
+  "ENDPOINT_UNAVAILABLE",
+  "ENDPOINT_INVALID_RESPONSE",
 ] as const;
 export type GradeErrorCode = (typeof GRADE_ERROR_CODES)[number];
 const GRADER_RUNTIME_CODES = new Set<string>(GRADE_ERROR_CODES);

@@ -9,7 +9,7 @@ export type CombineMode = "weighted" | "any" | "all";
 export interface Grader {
   project: string;
   key: string;
-  kind: "function" | "combined" | "judge";
+  kind: "function" | "combined" | "judge" | "endpoint";
   /** the current version: every update stores a new one */
   version: number;
   /** combined graders only */
@@ -26,11 +26,12 @@ export interface Grader {
   createdAt: string;
   updatedAt: string;
 }
-/** One grader in full: a function grader's source, a combined grader's parts, or a judge's definition. */
+/** One grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition. */
 export interface GraderWithSource extends Grader {
   source?: string;
   parts?: Array<{ graderKey: string; name: string; weight: number; version: number; pinned: boolean }>;
   judge?: JudgeDefinition;
+  endpoint?: EndpointDefinition;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,6 +109,34 @@ export type JudgeDefinition =
     };
 export interface JudgePrompt {
   messages: Array<{ role: "system" | "user" | "assistant"; content: string }>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// External endpoint graders
+
+/** A reward server Gradebox calls to grade: {url}/score, /batch_score, /info and /metadata_schema. */
+export interface CreateExternalEndpointParams {
+  key: string;
+  /** the reward server's root, http:// or https:// (the server's egress policy must allow its address) */
+  url: string;
+  /** request headers whose values come from server environment variables (GRADEBOX_SECRET_…), never stored */
+  headersEnv?: Record<string, string>;
+  /** per attempt, ms (default 30 000) */
+  timeoutMs?: number;
+  /** true: /batch_score for batches; false: /score per thread (default true) */
+  batch?: boolean;
+  /** threads per /batch_score call (default 64) */
+  batchSize?: number;
+  /** calls in flight to the endpoint at once (default 8) */
+  maxConcurrency?: number;
+  description?: string;
+}
+/** Where and how a stored endpoint grader is called, and what its /info and /metadata_schema said at registration. */
+export interface EndpointDefinition extends Required<Omit<CreateExternalEndpointParams, "key" | "description" | "headersEnv">> {
+  headersEnv?: Record<string, string>;
+  info: { version: string; name: string; description: string };
+  /** a JSON Schema each thread's metadata must satisfy (INVALID_METADATA otherwise), when the endpoint has one */
+  metadataSchema?: unknown;
 }
 /** One stored version of a function grader. */
 export interface GraderVersion {

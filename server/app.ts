@@ -20,15 +20,18 @@ import type { MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
 import { egressAgent, egressPolicy } from "./egress.ts";
+import { Endpoints, MAX_ENDPOINT_RESPONSE_BYTES } from "./endpoints/endpoints.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
 import { Grading } from "./grading.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
+import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { judgeRoutes } from "./routes/judges.ts";
 import { modelRoutes } from "./routes/models.ts";
+import { rewardRoutes } from "./routes/reward.ts";
 import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
 
@@ -237,12 +240,16 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   const egress = egressPolicy(config.egressAllow);
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
   const judges = new Judges(dispatcher, metrics);
-  const grading = new Grading(store, pool, judges);
+  // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
+  const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
+  const grading = new Grading(store, pool, judges, new Endpoints(endpointDispatcher, metrics));
   app.addHook("onClose", async () => {
-    await dispatcher.close();
+    await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
   await app.register(graderRoutes, { config, store, pool, metrics, validations, grading });
   await app.register(judgeRoutes, { config, store, grading });
   await app.register(modelRoutes, { store, judges, egress });
+  await app.register(endpointRoutes, { store, grading });
+  await app.register(rewardRoutes, { config, store, grading, metrics });
   return app;
 }

@@ -6,6 +6,8 @@ import type { GraderCode } from "../sandbox/engine.ts";
 import type { SandboxPool } from "../sandbox/pool.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { gradeCombined } from "./combined.ts";
+import type { Endpoints } from "./endpoints/endpoints.ts";
+import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
@@ -20,7 +22,13 @@ export class Grading {
     private readonly store: Store,
     private readonly pool: SandboxPool,
     readonly judges: Judges,
+    readonly endpoints: Endpoints,
   ) {}
+
+  private endpointTarget(g: { id: string; project: string; key: string; endpoint?: EndpointSpec }) {
+    if (!g.endpoint) throw new Error(`grader ${g.key} is not an endpoint grader`);
+    return { id: g.id, project: g.project, key: g.key, spec: g.endpoint };
+  }
 
   /** What a judge grader needs to grade: its definition and its model as stored now. */
   judgeTarget(g: { id: string; project: string; key: string; judge?: JudgeSpec; modelId?: string }): JudgeTarget {
@@ -32,6 +40,7 @@ export class Grading {
   async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
     if (row.kind === "judge") return this.judges.grade(this.judgeTarget(row), threads);
+    if (row.kind === "endpoint") return this.endpoints.grade(this.endpointTarget(row), threads);
     if (row.kind === "function") return this.pool.gradeBatch(code, threads);
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
@@ -47,6 +56,7 @@ export class Grading {
 
   private gradePart(project: string, part: ResolvedPart, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
     if (part.kind === "judge") return this.judges.grade(this.judgeTarget({ ...part, project, key: part.graderKey }), threads);
+    if (part.kind === "endpoint") return this.endpoints.grade(this.endpointTarget({ ...part, project, key: part.graderKey }), threads);
     return this.pool.gradeBatch({ id: sandboxId(part.id, part.version), project, compiled: part.compiled }, threads);
   }
 }

@@ -14,6 +14,11 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
  */
 const suspect = (text: string) => text.includes("\\u") || text.includes("__proto__") || text.includes("constructor");
 
+/** JSON from someone else: prototype-poisoning keys throw; the scan runs only when one could be there. */
+export function parseUntrustedJson(text: string): unknown {
+  return suspect(text) ? sjson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }) : JSON.parse(text);
+}
+
 export function registerJsonParser(app: FastifyInstance): void {
   // JSON only: a text/plain body is refused (415) rather than handed to validation as a string
   app.removeContentTypeParser(["application/json", "text/plain"]);
@@ -26,7 +31,7 @@ export function registerJsonParser(app: FastifyInstance): void {
     }
     if (text.trim() === "") return done(new AppError("INVALID_JSON", "the request body is empty; send a JSON object"));
     try {
-      done(null, suspect(text) ? sjson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }) : JSON.parse(text));
+      done(null, parseUntrustedJson(text));
     } catch (error) {
       const message = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
       done(new AppError("INVALID_JSON", `the request body is not valid JSON: ${message}`));

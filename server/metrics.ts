@@ -14,6 +14,8 @@ export class Metrics {
   private readonly judgeCalls;
   private readonly judgeLatency;
   private readonly judgeTokens;
+  private readonly endpointCalls;
+  private readonly endpointLatency;
 
   constructor(pool: SandboxPool) {
     const registers = [this.registry];
@@ -56,6 +58,19 @@ export class Metrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     });
+    this.endpointCalls = new client.Counter({
+      name: "gradebox_endpoint_calls_total",
+      help: "Calls to external endpoint graders (one per /score, or per /batch_score chunk), by grader (project/key) and outcome: ok, unavailable, invalid_response, egress_denied",
+      labelNames: ["endpoint", "outcome"],
+      registers,
+    });
+    this.endpointLatency = new client.Histogram({
+      name: "gradebox_endpoint_call_duration_seconds",
+      help: "Time of one external endpoint call (retries included), by grader",
+      labelNames: ["endpoint"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
     this.judgeTokens = new client.Counter({
       name: "gradebox_judge_tokens_total",
       help: "Tokens the judge models reported, by model and type (prompt, completion)",
@@ -96,6 +111,11 @@ export class Metrics {
       this.judgeTokens.inc({ model, type: "prompt" }, usage.promptTokens);
       this.judgeTokens.inc({ model, type: "completion" }, usage.completionTokens);
     }
+  }
+
+  endpointCall(endpoint: string, outcome: string, seconds: number): void {
+    this.endpointCalls.inc({ endpoint, outcome });
+    this.endpointLatency.observe({ endpoint }, seconds);
   }
 
   observe(project: string, grader: string, route: "grade" | "grade-batch", seconds: number, outcomes: GradeOutcome[]): void {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
+import { EndpointSpec } from "./endpoints/spec.ts";
 import { JudgeSpec } from "./judges/spec.ts";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -83,7 +84,7 @@ export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
 export const Grader = z.object({
   project: z.string(),
   key: z.string(),
-  kind: z.enum(["function", "combined", "judge"]),
+  kind: z.enum(["function", "combined", "judge", "endpoint"]),
   /** the current version: every update stores a new one */
   version: z.number(),
   mode: CombineMode.optional(),
@@ -103,6 +104,7 @@ export const GraderDetail = Grader.extend({
   source: z.string().optional(),
   parts: z.array(PartOut).optional(),
   judge: JudgeSpec.optional().describe("judge graders: what the judge asks, of which model"),
+  endpoint: EndpointSpec.optional().describe("external endpoint graders: where and how it is called, and what its /info said"),
 });
 
 export const GradeError = z.object({

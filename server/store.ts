@@ -6,6 +6,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { WireThread } from "../sdk/thread.ts";
+import { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
 import { JudgeSpec, type ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
@@ -23,7 +24,7 @@ export interface Part {
 /** A part with what grading it needs. */
 export interface ResolvedPart extends Part {
   id: string;
-  kind: "function" | "judge";
+  kind: "function" | "judge" | "endpoint";
   /** the version it grades with: pinned, or the part's current one */
   version: number;
   /** set when the part is pinned to `version` */
@@ -33,6 +34,8 @@ export interface ResolvedPart extends Part {
   /** judge parts */
   judge?: JudgeSpec;
   modelId?: string;
+  /** endpoint parts */
+  endpoint?: EndpointSpec;
 }
 
 /** A sample thread a grader carries, with the score it should get. */
@@ -56,7 +59,7 @@ export interface GraderRow {
   id: string;
   project: string;
   key: string;
-  kind: "function" | "combined" | "judge";
+  kind: "function" | "combined" | "judge" | "endpoint";
   /** the current version (1 for a combined or judge grader) */
   version: number;
   /** combined graders only */
@@ -65,6 +68,8 @@ export interface GraderRow {
   /** judge graders only */
   judge?: JudgeSpec;
   modelId?: string;
+  /** external endpoint graders only */
+  endpoint?: EndpointSpec;
   description: string;
   source: string;
   compiled: string;
@@ -151,8 +156,16 @@ function fromRaw(r: Raw): GraderRow {
     updatedAt: r.updated_at,
     quarantinedAt: r.quarantined_at,
     recentFaults: r.recent_faults,
-    ...(r.kind === "judge" && r.config ? { judge: JudgeSpec.parse(JSON.parse(r.config)), modelId: r.model_id ?? undefined } : {}),
+    ...configOf(r.kind, r.config, r.model_id),
   };
+}
+
+/** A judge's or an endpoint's stored definition. */
+function configOf(kind: string, config: string | null, modelId: string | null): Pick<GraderRow, "judge" | "modelId" | "endpoint"> {
+  if (!config) return {};
+  if (kind === "judge") return { judge: JudgeSpec.parse(JSON.parse(config)), modelId: modelId ?? undefined };
+  if (kind === "endpoint") return { endpoint: EndpointSpec.parse(JSON.parse(config)) };
+  return {};
 }
 
 const SELECT_GRADER = `SELECT g.*, (SELECT count(*) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > @since) AS recent_faults FROM graders g`;
@@ -256,9 +269,9 @@ export class Store {
       ),
       version: this.db.prepare("SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?"),
       samples: this.db.prepare("SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?").pluck(),
-      insertJudge: this.db.prepare(
+      insertConfigured: this.db.prepare(
         `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
-         VALUES (@id, @project, @key, 'judge', @description, '', '', @sha256, 0, '[]', @now, @now, @config, @modelId)`,
+         VALUES (@id, @project, @key, @kind, @description, '', '', @sha256, 0, '[]', @now, @now, @config, @modelId)`,
       ),
       insertModel: this.db.prepare(
         `INSERT INTO models (id, project, key, base_url, model, api_key_env, max_concurrency, timeout_ms, created_at)
@@ -287,7 +300,10 @@ export class Store {
         if (!row)
           throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" does not exist in project "${g.project}"; create it first`);
         if (row.kind === "combined") {
-          throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" is a combined grader; parts must be function or judge graders`);
+          throw new AppError(
+            "INVALID_COMPONENT",
+            `part "${part.graderKey}" is a combined grader; parts are function, judge or endpoint graders`,
+          );
         }
         if (part.version !== undefined && row.kind !== "function") {
           throw new AppError(
@@ -313,7 +329,8 @@ export class Store {
     this.db.transaction(() => {
       if (this.get(g.project, g.key)) throw graderExists(g.project, g.key);
       const model = this.mustGetModel(g.project, g.spec.model);
-      this.stmts.insertJudge.run({
+      this.stmts.insertConfigured.run({
+        kind: "judge",
         id,
         project: g.project,
         key: g.key,
@@ -324,6 +341,27 @@ export class Store {
         now: new Date().toISOString(),
       });
     })();
+    return this.get(g.project, g.key) as GraderRow;
+  }
+
+  /** Stores an external endpoint grader. */
+  insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec; sha256: string }): GraderRow {
+    try {
+      this.stmts.insertConfigured.run({
+        kind: "endpoint",
+        id: randomUUID(),
+        project: g.project,
+        key: g.key,
+        description: g.description,
+        sha256: g.sha256,
+        config: JSON.stringify(g.spec),
+        modelId: null,
+        now: new Date().toISOString(),
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw graderExists(g.project, g.key);
+      throw error;
+    }
     return this.get(g.project, g.key) as GraderRow;
   }
 
@@ -411,13 +449,9 @@ export class Store {
     const row = fromRaw(raw);
     if (row.kind === "combined") {
       const raws = this.stmts.parts.all(row.id) as Array<
-        Omit<ResolvedPart, "pinned" | "judge" | "modelId"> & { pinned: number; config: string | null; modelId: string | null }
+        Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint"> & { pinned: number; config: string | null; modelId: string | null }
       >;
-      row.parts = raws.map(({ config, modelId, ...p }) => ({
-        ...p,
-        pinned: p.pinned === 1,
-        ...(p.kind === "judge" && config ? { judge: JudgeSpec.parse(JSON.parse(config)), modelId: modelId ?? undefined } : {}),
-      }));
+      row.parts = raws.map(({ config, modelId, ...p }) => ({ ...p, pinned: p.pinned === 1, ...configOf(p.kind, config, modelId) }));
     }
     return row;
   }

@@ -1,23 +1,26 @@
 // The gradebox command against the real server: push (with a caret under a syntax error),
 // test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it; models
-// and judge graders against the scripted OpenAI-compatible server of test/fake-openai.ts.
+// and judge graders against the scripted OpenAI-compatible server of test/fake-openai.ts; an
+// endpoint grader against the example reward server (examples/reward-server/server.ts).
 
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { FakeOpenAI } from "./fake-openai.ts";
-import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+import { freePort, repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-"));
 let server: SpawnedServer;
 let env: NodeJS.ProcessEnv;
 let fake: FakeOpenAI;
+let reward: { child: ChildProcess; url: string };
 before(async () => {
   fake = await new FakeOpenAI().start();
+  reward = await startRewardServer();
   fake.fallback = { json: { reasoning: "ok", verdict: "PASS" } };
   server = await spawnServer({
     GRADEBOX_DB: join(dir, "g.db"),
@@ -32,8 +35,28 @@ after(async () => {
   server.child.kill("SIGTERM");
   await server.exited;
   await fake.close();
+  reward.child.kill("SIGTERM");
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** The example reward server in its own process, on a free port it prints. */
+async function startRewardServer(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "examples/reward-server/server.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, PORT: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (d) => {
+      out += d;
+      const m = /reward server on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`the reward server exited (${code}): ${out}`)));
+  });
+  return { child, url };
+}
 
 const run = (...args: string[]) =>
   promisify(execFile)(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: repoRoot, env });
@@ -297,4 +320,29 @@ test("models delete is refused while a judge uses the model; once the judges are
   assert.match((await run("models", "delete", "jm")).stdout, /✓ deleted model jm/);
   assert.match((await runFail("models", "get", "jm")).stderr, /404 MODEL_NOT_FOUND/);
   assert.equal((await run("models", "list")).stdout.trim(), "no models");
+});
+
+test("endpoint create registers a reward server (its /info shown); get shows it; grade scores through it", async () => {
+  const created = await run("endpoint", "create", "exact-ep", "--url", reward.url, "--batch-size", "16", "-d", "exact match");
+  assert.equal(created.stdout.trim(), `✓ created exact-ep (endpoint exact-match 1.0.0 at ${reward.url})`);
+  const shown = (await run("get", "exact-ep")).stdout;
+  assert.match(shown, /^exact-ep \(endpoint, version 1\) {2}exact match$/m);
+  assert.match(shown, new RegExp(`endpoint ${reward.url}\n {2}batch 16 per /batch_score call, concurrency 8, timeout 30000ms\n`));
+  assert.match(shown, /info: exact-match 1\.0\.0 \(1 when the last turn equals metadata\.expected\)\n {2}metadata schema: yes/);
+
+  const thread = join(dir, "ep.json");
+  const write = (content: string, expected: string) =>
+    writeFileSync(thread, JSON.stringify({ turns: [{ role: "assistant", content }], metadata: { expected } }));
+  write("42", "42");
+  assert.equal((await run("grade", "exact-ep", "--thread", thread)).stdout.trim(), "1");
+  write("41", "42");
+  assert.equal((await run("grade", "exact-ep", "--thread", thread)).stdout.trim(), "0");
+});
+
+test("endpoint create against a closed port: the endpoint check fails and nothing is stored", async () => {
+  const closed = `http://127.0.0.1:${await freePort()}`;
+  const failed = await runFail("endpoint", "create", "gone-ep", "--url", closed, "--no-batch");
+  assert.equal(failed.code, 1);
+  assert.match(failed.stderr, /^✗ endpoint check failed: /);
+  assert.match((await runFail("get", "gone-ep")).stderr, /404 GRADER_NOT_FOUND/);
 });

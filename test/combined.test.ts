@@ -164,7 +164,7 @@ describe("combined graders", () => {
     );
     await assert.rejects(
       client.graders.create.combined({ key: "nested", mode: "any", graders: [{ graderKey: "either" }] }),
-      /is a combined grader; parts must be function or judge graders/,
+      /is a combined grader; parts are function, judge or endpoint graders/,
     );
     await assert.rejects(
       client.graders.create.combined({ key: "penalties", mode: "weighted", graders: [{ graderKey: "short", weight: -1 }] }),

@@ -2,11 +2,12 @@
 // playwright-core) against the real server on a real port.
 
 import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { FakeOpenAI } from "./fake-openai.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { call, freePort, repoRoot, startServer, type TestServer } from "./helpers.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const shots = process.env.GRADEBOX_SCREENSHOTS; // set to a folder to refresh the README's screenshots
@@ -15,9 +16,26 @@ let browser: Browser;
 let page: Page;
 let key: string;
 let fake: FakeOpenAI;
+let reward: ChildProcess | undefined;
+let rewardUrl: string;
 
 before(async () => {
   fake = await new FakeOpenAI().start();
+  // the example reward server, on a free port it prints
+  reward = spawn(process.execPath, ["--import", "tsx", "examples/reward-server/server.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, PORT: "0" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  rewardUrl = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    reward?.stdout?.on("data", (d) => {
+      out += d;
+      const m = /reward server on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    reward?.once("exit", (code) => reject(new Error(`the reward server exited (${code}): ${out}`)));
+  });
   // the judge model is the fake on loopback, which the server refuses unless allowed
   s = await startServer({ listen: true, env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" } });
   key = s.keyFor("web");
@@ -46,6 +64,7 @@ after(async () => {
   await browser?.close();
   await s.close();
   await fake.close();
+  reward?.kill("SIGTERM");
 });
 
 const shot = async (name: string) => {
@@ -339,4 +358,41 @@ test("judges: a rubric from JSON lines with its cannot-assess choice, shown as a
   assert.match((await page.textContent("#judge-def")) ?? "", /cannot assesspartial \(credit 0\.5\)/);
   const stored = s.store.mustGet("web", "rubric").judge;
   assert.equal(stored?.type === "rubric" && stored.cannotAssess, "partial");
+});
+
+test("endpoints: a closed port is refused in the form; the example reward server is created, shown, and grades in the test panel", async () => {
+  await page.click("#new-endpoint");
+  await page.fill("#endpoint-key", "exact-ep");
+  await page.fill("#endpoint-url", `http://127.0.0.1:${await freePort()}`);
+  await page.click("#endpoint-submit");
+  await page.waitForSelector("#endpoint-error:has-text('endpoint check failed')");
+  assert.equal(s.store.get("web", "exact-ep"), undefined);
+
+  await page.fill("#endpoint-url", rewardUrl);
+  await page.fill("#endpoint-batch-size", "8");
+  await page.click("#endpoint-submit");
+  await page.waitForSelector("#detail-key:has-text('exact-ep')");
+  assert.equal(s.store.mustGet("web", "exact-ep").endpoint?.batchSize, 8);
+  const [url, info, batch] = await page.locator("#endpoint-def dd").allTextContents();
+  assert.deepEqual(
+    [url, info, batch],
+    [rewardUrl, "exact-match 1.0.0 — 1 when the last turn equals metadata.expected", "8 threads per /batch_score call"],
+  );
+  assert.deepEqual(JSON.parse((await page.textContent("#endpoint-def dd pre")) ?? ""), {
+    type: "object",
+    properties: { expected: { type: "string" } },
+    required: ["expected"],
+  });
+
+  await page.check("input[name='target'][value='stored']");
+  await page.fill("#test-version", "");
+  const t = (content: string) => JSON.stringify({ turns: [{ role: "assistant", content }], metadata: { expected: "4" } });
+  await page.fill("#threads", [t("4"), t("5")].join("\n"));
+  await page.click("#run-test");
+  await page.waitForFunction(() => document.querySelectorAll("#results tbody tr").length === 2);
+  assert.deepEqual(
+    (await page.locator("#results tbody tr").allTextContents()).map((r) => r.slice(0, 2)),
+    ["11", "20"],
+  );
+  await shot("console-endpoint");
 });

@@ -45,6 +45,11 @@ const OPERATIONS = [
   "models.list",
   "models.get",
   "models.delete",
+  "graders.create.externalEndpoint",
+  "reward.score",
+  "reward.batchScore",
+  "reward.info",
+  "reward.metadataSchema",
 ];
 
 test("every route is in the OpenAPI 3.1 document, with its error responses", () => {

@@ -74,6 +74,20 @@ test("the README's judges example runs verbatim against a local OpenAI-compatibl
   assert.equal((await run()).stdout, printed, "it can be run again");
 });
 
+test("the README's endpoint example runs verbatim (the example reward server, both directions) and prints what the README says", async () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  for (const file of ["examples/endpoint.ts", "examples/reward-server/server.ts"]) {
+    assert.ok(readme.includes(`\`\`\`ts\n${readFileSync(join(root, file), "utf8")}\`\`\``), `the README shows ${file} verbatim`);
+  }
+  const printed = /npx tsx examples\/endpoint\.ts[\s\S]*?It prints:\n\n```\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(printed, "the README shows its output");
+  const { stdout } = await promisify(execFile)("npx", ["tsx", "examples/endpoint.ts"], {
+    cwd: root,
+    env: { ...process.env, GRADEBOX_URL: url, GRADEBOX_API_KEY: readFileSync(join(dir, "default.key"), "utf8").trim() },
+  });
+  assert.equal(stdout, printed);
+});
+
 test("the first start created project default with a key, printed once and saved with mode 0600", async () => {
   const key = readFileSync(join(dir, "default.key"), "utf8").trim();
   assert.match(key, /^gbx_[\w-]{32}$/);

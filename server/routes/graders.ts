@@ -62,12 +62,23 @@ const errors = {
 
 export function summary(row: GraderRow): z.infer<typeof Grader> {
   // everything but the code, the parts, the judge's definition and the row ids
-  const { id: _id, source: _source, compiled: _compiled, parts: _parts, judge: _judge, modelId: _modelId, mode, ...rest } = row;
+  const {
+    id: _id,
+    source: _source,
+    compiled: _compiled,
+    parts: _parts,
+    judge: _judge,
+    modelId: _modelId,
+    endpoint: _endpoint,
+    mode,
+    ...rest
+  } = row;
   return { ...rest, ...(mode ? { mode } : {}) };
 }
 
 export function detail(row: GraderRow): z.infer<typeof GraderDetail> {
   if (row.kind === "judge") return { ...summary(row), judge: row.judge };
+  if (row.kind === "endpoint") return { ...summary(row), endpoint: row.endpoint };
   if (row.kind === "combined") {
     return {
       ...summary(row),
@@ -261,6 +272,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const { ids } = store.delete(req.params.project, req.params.graderKey);
       pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
       grading.judges.forget(row.id);
+      grading.endpoints.forget(row.id);
       return reply.code(204).send(null);
     },
   );

@@ -1,0 +1,83 @@
+// `gradebox endpoint …`: external endpoint graders, reward servers Gradebox calls over HTTP to grade
+// (their /info and /metadata_schema are read when one is created).
+
+import type { Command } from "commander";
+import type { EndpointDefinition } from "../sdk/index.ts";
+import { type ApiOptions, client, fail, printJson, run } from "./api.ts";
+import { wholeNumber } from "./judges.ts";
+
+/** An endpoint's definition, as `get` shows it. */
+export function describeEndpoint(e: EndpointDefinition): string {
+  const batching = e.batch ? `batch ${e.batchSize} per /batch_score call` : "no batching (/score per thread)";
+  const headers = Object.entries(e.headersEnv ?? {}).map(([name, env]) => `\n  header ${name} from ${env}`);
+  return (
+    `  endpoint ${e.url}\n  ${batching}, concurrency ${e.maxConcurrency}, timeout ${e.timeoutMs}ms${headers.join("")}` +
+    `\n  info: ${e.info.name} ${e.info.version}${e.info.description ? ` (${e.info.description})` : ""}` +
+    `\n  metadata schema: ${e.metadataSchema === undefined ? "none" : "yes (see --json)"}`
+  );
+}
+
+export function addEndpointCommands(program: Command): void {
+  const endpoint = program.command("endpoint").description("external endpoint graders: reward servers Gradebox calls to grade");
+
+  // --url is the endpoint's here, so the server's address is --server (or GRADEBOX_URL)
+  endpoint
+    .command("create")
+    .description("register a reward server as a grader (its /info and /metadata_schema are read; grade it with `gradebox grade`)")
+    .argument("<key>", "the grader key")
+    .requiredOption("--url <url>", "the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema")
+    .option(
+      "--header <name=var>",
+      "a request header whose value comes from a server environment variable, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
+    .option("--timeout-ms <n>", "per attempt, ms (default 30000)", wholeNumber)
+    .option("--no-batch", "call /score once per thread instead of /batch_score")
+    .option("--batch-size <n>", "threads per /batch_score call (default 64)", wholeNumber)
+    .option("--max-concurrency <n>", "calls in flight to the endpoint at once (default 8)", wholeNumber)
+    .option("-d, --description <text>", "what it scores")
+    .option("--server <url>", "Gradebox server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
+    .option("--api-key <key>", "API key (env GRADEBOX_API_KEY)")
+    .option("--project <name>", "project (env GRADEBOX_PROJECT, default: default)")
+    .option("--json", "machine-readable output")
+    .action(
+      (
+        key: string,
+        opts: Omit<ApiOptions, "url"> & {
+          server?: string;
+          url: string;
+          header: string[];
+          timeoutMs?: number;
+          batch: boolean;
+          batchSize?: number;
+          maxConcurrency?: number;
+          description?: string;
+        },
+      ) => {
+        const api: ApiOptions = { url: opts.server, apiKey: opts.apiKey, project: opts.project, json: opts.json };
+        const headersEnv: Record<string, string> = {};
+        for (const h of opts.header) {
+          const eq = h.indexOf("=");
+          if (eq < 1) fail(new Error(`--header must be Name=GRADEBOX_SECRET_VAR, got "${h}"`), api);
+          headersEnv[h.slice(0, eq)] = h.slice(eq + 1);
+        }
+        return run(api, async () => {
+          const g = await client(api).graders.create.externalEndpoint({
+            key,
+            url: opts.url,
+            headersEnv: opts.header.length ? headersEnv : undefined,
+            timeoutMs: opts.timeoutMs,
+            batch: opts.batch,
+            batchSize: opts.batchSize,
+            maxConcurrency: opts.maxConcurrency,
+            description: opts.description,
+          });
+          if (opts.json) return printJson(g);
+          const info = g.endpoint?.info;
+          console.log(`✓ created ${g.key} (endpoint ${info?.name ?? "?"} ${info?.version ?? "?"} at ${g.endpoint?.url ?? opts.url})`);
+          for (const w of g.warnings) console.log(`  warning: ${w}`);
+        });
+      },
+    );
+}

@@ -1,0 +1,274 @@
+// External endpoint graders: reward servers a project registers, called from the API process
+// over the egress dispatcher. Registration reads /info and /metadata_schema; grading checks each
+// thread's metadata against the schema (INVALID_METADATA, no call), then calls /batch_score in
+// chunks or /score per thread, in the endpoint's slots, with the Upstream's deadlines, retries
+// and breaker. Replies are read as strictly as an isolate's: the protocol's shape and nothing
+// else, one response per request in order, finite rewards, bounded sizes.
+
+import { type Dispatcher, fetch as undiciFetch } from "undici";
+import type { GradeOutcome } from "../../sandbox/checks.ts";
+import type { WireThread } from "../../sdk/thread.ts";
+import { egressDenial } from "../egress.ts";
+import { AppError } from "../errors.ts";
+import { parseUntrustedJson } from "../json-body.ts";
+import type { Metrics } from "../metrics.ts";
+import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
+import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
+import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
+import type { EndpointCreate, EndpointSpec } from "./spec.ts";
+
+/** A reply body of an endpoint, at most (the dispatcher stops there). */
+export const MAX_ENDPOINT_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** One response's metadata, as JSON, at most (as for an isolate's result). */
+const MAX_RESULT_METADATA = 16 * 1024;
+
+export interface EndpointTarget {
+  id: string;
+  project: string;
+  key: string;
+  spec: EndpointSpec;
+}
+
+type ItemError = Extract<GradeOutcome, { error: unknown }>["error"];
+
+interface Handle {
+  upstream: Upstream;
+  check?: MetadataCheck;
+}
+
+export class Endpoints {
+  private readonly handles = new Map<string, Handle>();
+
+  constructor(
+    private readonly dispatcher: Dispatcher,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
+  async probe(create: EndpointCreate): Promise<EndpointSpec> {
+    for (const name of Object.values(create.headersEnv ?? {})) {
+      if (!process.env[name])
+        throw new AppError("INVALID_REQUEST", `headersEnv: the server has no environment variable ${name}; ask its operator to set it`);
+    }
+    const refuse = (message: string): never => {
+      throw new AppError("VALIDATION_FAILED", `endpoint check failed: ${message}`, { check: "endpoint", message });
+    };
+    const upstream = new Upstream(`endpoint ${create.url}`, { maxConcurrency: 1, timeoutMs: create.timeoutMs, retries: 0 });
+    const get = async (path: string, allow404: boolean) => {
+      try {
+        return await upstream.call((signal) => this.send("GET", create, path, undefined, signal, allow404));
+      } catch (error) {
+        if (error instanceof UpstreamError && error.kind === "denied") throw new AppError("EGRESS_DENIED", `url: ${error.message}`);
+        return refuse(`GET ${path}: ${(error as Error).message}`);
+      }
+    };
+    const info = Info.safeParse(await get("/info", false));
+    if (!info.success) refuse(`GET /info must answer {version, name, description} (strings, nothing else): ${issue(info.error)}`);
+    const schema = await get("/metadata_schema", true);
+    if (schema !== undefined) {
+      try {
+        compileMetadataSchema(schema);
+      } catch (error) {
+        if (error instanceof SchemaRefused) refuse(`GET /metadata_schema: ${error.message}`);
+        throw error;
+      }
+    }
+    return { ...create, info: info.data as EndpointSpec["info"], ...(schema === undefined ? {} : { metadataSchema: schema }) };
+  }
+
+  forget(id: string): void {
+    this.handles.delete(id);
+  }
+
+  private handle(target: EndpointTarget): Handle {
+    let handle = this.handles.get(target.id);
+    if (!handle) {
+      const { spec } = target;
+      handle = {
+        upstream: new Upstream(`endpoint ${target.key} (${spec.url})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs }),
+        ...(spec.metadataSchema === undefined ? {} : { check: compileMetadataSchema(spec.metadataSchema) }),
+      };
+      this.handles.set(target.id, handle);
+    }
+    return handle;
+  }
+
+  async grade(target: EndpointTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+    const { spec } = target;
+    const { upstream, check } = this.handle(target);
+    const label = `${target.project}/${target.key}`;
+    const outcomes: GradeOutcome[] = new Array(threads.length);
+    const pending: number[] = [];
+    for (let i = 0; i < threads.length; i++) {
+      const problem = check?.(threads[i].metadata ?? {});
+      if (problem) outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
+      else pending.push(i);
+    }
+    const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: String(i) });
+    const settle = (indices: number[], error: unknown) => {
+      const item = itemError(error);
+      for (const i of indices) outcomes[i] = { error: item };
+    };
+    const timed = async <T>(fn: () => Promise<T>): Promise<T> => {
+      const started = performance.now();
+      try {
+        const result = await fn();
+        this.metrics.endpointCall(label, "ok", (performance.now() - started) / 1000);
+        return result;
+      } catch (error) {
+        this.metrics.endpointCall(label, outcomeOf(error), (performance.now() - started) / 1000);
+        throw error;
+      }
+    };
+
+    if (spec.batch) {
+      const chunks: number[][] = [];
+      for (let k = 0; k < pending.length; k += spec.batchSize) chunks.push(pending.slice(k, k + spec.batchSize));
+      await Promise.all(
+        chunks.map((chunk) =>
+          upstream
+            .withSlot(() =>
+              timed(() =>
+                upstream.call(async (signal) => {
+                  const body = await this.send("POST", spec, "/batch_score", { requests: chunk.map(request) }, signal, false);
+                  const parsed = BatchScoreResponse.safeParse(body);
+                  if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
+                  if (parsed.data.responses.length !== chunk.length) {
+                    throw invalid(`/batch_score answered ${parsed.data.responses.length} responses to ${chunk.length} requests`);
+                  }
+                  return parsed.data.responses.map((r, k) => scored(r, String(chunk[k])));
+                }),
+              ),
+            )
+            .then(
+              (results) => {
+                for (const [k, i] of chunk.entries()) outcomes[i] = results[k];
+              },
+              (error) => settle(chunk, error),
+            ),
+        ),
+      );
+    } else {
+      await Promise.all(
+        pending.map((i) =>
+          upstream
+            .withSlot(() =>
+              timed(() =>
+                upstream.call(async (signal) => {
+                  const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request(i), signal, false));
+                  if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
+                  return scored(parsed.data, String(i));
+                }),
+              ),
+            )
+            .then(
+              (outcome) => {
+                outcomes[i] = outcome;
+              },
+              (error) => settle([i], error),
+            ),
+        ),
+      );
+    }
+    return outcomes;
+  }
+
+  /** One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404. */
+  private async send(
+    method: "GET" | "POST",
+    spec: Pick<EndpointCreate, "url" | "headersEnv">,
+    path: string,
+    body: unknown,
+    signal: AbortSignal,
+    allow404: boolean,
+  ): Promise<unknown> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    for (const [name, env] of Object.entries(spec.headersEnv ?? {})) {
+      const value = process.env[env];
+      if (!value) throw new UpstreamError("unavailable", `the server has no environment variable ${env} for header ${name}`);
+      headers[name] = value;
+    }
+    if (body !== undefined) headers["content-type"] = "application/json";
+    let text: string;
+    let status: number;
+    try {
+      const response = await undiciFetch(spec.url.replace(/\/+$/, "") + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        dispatcher: this.dispatcher,
+        redirect: "follow",
+      });
+      status = response.status;
+      if (status === 404 && allow404) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      if (status !== 200) {
+        await response.body?.cancel().catch(() => {});
+        const message = `${method} ${path} answered HTTP ${status}`;
+        if (status === 429)
+          throw new UpstreamError("unavailable", message, { retryable: true, retryAfterMs: retryAfterMs(response.headers) ?? 1000 });
+        throw new UpstreamError("unavailable", message, { retryable: status >= 500 || status === 408 });
+      }
+      text = await response.text();
+    } catch (error) {
+      if (error instanceof UpstreamError) throw error;
+      throw transportError(error, signal);
+    }
+    try {
+      return parseUntrustedJson(text);
+    } catch {
+      throw invalid(`${path} answered a body that is not JSON (or uses __proto__ / constructor.prototype keys)`);
+    }
+  }
+}
+
+const invalid = (message: string) => new UpstreamError("invalid", message);
+const issue = (error: { issues: Array<{ path: PropertyKey[]; message: string }> }) => {
+  const first = error.issues[0];
+  return first ? `${first.path.map(String).join(".") || "the body"}: ${first.message}` : "bad shape";
+};
+
+/** A response read as an isolate's result is: the id it must carry, finite reward, bounded metadata. */
+function scored(response: ScoreResponse, id: string): GradeOutcome {
+  if (response.id !== undefined && String(response.id) !== id) {
+    throw invalid(`responses must come in the order of the requests: id ${JSON.stringify(response.id)} where ${id} was expected`);
+  }
+  const metadata = response.metadata ?? {};
+  const size = JSON.stringify(metadata).length;
+  if (size > MAX_RESULT_METADATA) throw invalid(`a response's metadata is ${size} characters of JSON; at most ${MAX_RESULT_METADATA}`);
+  return Object.keys(metadata).length ? { score: response.reward, metadata } : { score: response.reward };
+}
+
+function transportError(error: unknown, signal: AbortSignal): UpstreamError {
+  const denied = egressDenial(error);
+  if (denied) return new UpstreamError("denied", denied.message);
+  for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: string }).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      return invalid(`the response is over ${MAX_ENDPOINT_RESPONSE_BYTES} bytes; at most that is read`);
+    }
+  }
+  if (signal.aborted) return new UpstreamError("unavailable", "the endpoint did not answer in time", { retryable: true, cause: error });
+  const cause = (error as { cause?: { message?: string } })?.cause?.message;
+  return new UpstreamError("unavailable", `cannot reach the endpoint: ${cause ?? (error as Error)?.message ?? String(error)}`, {
+    retryable: true,
+    cause: error,
+  });
+}
+
+function outcomeOf(error: unknown): string {
+  if (error instanceof UpstreamError)
+    return error.kind === "denied" ? "egress_denied" : error.kind === "invalid" ? "invalid_response" : "unavailable";
+  return "error";
+}
+
+function itemError(error: unknown): ItemError {
+  if (error instanceof UpstreamError) {
+    const code =
+      error.kind === "denied" ? "EGRESS_DENIED" : error.kind === "invalid" ? "ENDPOINT_INVALID_RESPONSE" : "ENDPOINT_UNAVAILABLE";
+    return { code, message: error.message };
+  }
+  return { code: "ENDPOINT_UNAVAILABLE", message: `the endpoint call failed: ${(error as Error)?.message ?? String(error)}` };
+}

@@ -1,0 +1,89 @@
+// An external endpoint's metadata schema, compiled (ajv) in the API process to check threads
+// before they are sent. The schema comes from someone else's server, so it is held to a subset
+// of JSON Schema that costs time in proportion to the metadata checked: no regular expressions
+// (`pattern`, `patternProperties`: a crafted one backtracks for minutes), no `$ref`, no formats,
+// at most 64 KiB and 32 levels.
+
+import { Ajv } from "ajv";
+
+export const MAX_SCHEMA_BYTES = 64 * 1024;
+const MAX_DEPTH = 32;
+
+const ANNOTATIONS = new Set(["$schema", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"]);
+const VALUE_KEYWORDS = new Set([
+  "type",
+  "enum",
+  "const",
+  "required",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "minProperties",
+  "maxProperties",
+]);
+/** Keywords whose value is a schema, a list of schemas, or a map of schemas. */
+const SUBSCHEMA = new Set(["items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else"]);
+const SUBSCHEMA_LIST = new Set(["anyOf", "oneOf", "allOf", "prefixItems"]);
+const SUBSCHEMA_MAP = new Set(["properties", "$defs", "definitions"]);
+
+export class SchemaRefused extends Error {}
+
+/** Throws SchemaRefused naming the first keyword outside the subset, with its JSON pointer. */
+function checkSubset(schema: unknown): void {
+  const stack: Array<[unknown, string, number]> = [[schema, "", 0]];
+  while (stack.length > 0) {
+    const [node, path, depth] = stack.pop() as [unknown, string, number];
+    if (typeof node === "boolean") continue;
+    if (node === null || typeof node !== "object" || Array.isArray(node)) throw new SchemaRefused(`${path || "/"} is not a schema`);
+    if (depth > MAX_DEPTH) throw new SchemaRefused(`the schema nests more than ${MAX_DEPTH} levels`);
+    for (const [key, value] of Object.entries(node)) {
+      const at = `${path}/${key}`;
+      if (ANNOTATIONS.has(key) || VALUE_KEYWORDS.has(key)) continue;
+      if (SUBSCHEMA.has(key)) stack.push([value, at, depth + 1]);
+      else if (SUBSCHEMA_LIST.has(key) && Array.isArray(value))
+        for (const [i, v] of value.entries()) stack.push([v, `${at}/${i}`, depth + 1]);
+      else if (SUBSCHEMA_MAP.has(key) && value && typeof value === "object" && !Array.isArray(value)) {
+        for (const [k, v] of Object.entries(value)) stack.push([v, `${at}/${k}`, depth + 1]);
+      } else {
+        throw new SchemaRefused(
+          `${at}: the keyword "${key}" is not checked by Gradebox (regular expressions, $ref and formats from another server are not run); drop it from the endpoint's metadata schema`,
+        );
+      }
+    }
+  }
+}
+
+export type MetadataCheck = (metadata: Record<string, unknown>) => string | undefined;
+
+const ajv = new Ajv({ allErrors: false, strict: false, validateSchema: true, code: { optimize: false } });
+
+/** Compiles an endpoint's schema, or throws SchemaRefused; the check returns the first problem, or undefined. */
+export function compileMetadataSchema(schema: unknown): MetadataCheck {
+  const bytes = Buffer.byteLength(JSON.stringify(schema) ?? "");
+  if (bytes > MAX_SCHEMA_BYTES) throw new SchemaRefused(`the schema is ${bytes} bytes of JSON; at most ${MAX_SCHEMA_BYTES} are accepted`);
+  checkSubset(schema);
+  // a copy without $schema: ajv would look the draft up, and the check is the same under any
+  const { $schema: _draft, ...body } = typeof schema === "object" && schema !== null ? (schema as Record<string, unknown>) : {};
+  const compiled = typeof schema === "boolean" ? schema : body;
+  let validate: ReturnType<Ajv["compile"]>;
+  try {
+    validate = ajv.compile(compiled as object);
+  } catch (error) {
+    throw new SchemaRefused(`it is not a valid JSON Schema: ${(error as Error).message.slice(0, 300)}`);
+  } finally {
+    // ajv keeps every schema it compiled; the caller keeps the validator it needs
+    if (typeof compiled === "object") ajv.removeSchema(compiled);
+  }
+  return (metadata) => {
+    if (validate(metadata)) return undefined;
+    const e = validate.errors?.[0];
+    return e ? `metadata${e.instancePath.replaceAll("/", ".")} ${e.message ?? "is invalid"}` : "metadata is invalid";
+  };
+}
