@@ -104,7 +104,7 @@ export class Judges {
             return { ...scored, metadata: { ...scored.metadata, model: target.model.key, usage } };
           } catch (error) {
             const item = itemError(error);
-            if (error instanceof TemplateError && /renders more than/.test(error.message)) budgetBlown = item;
+            if (error instanceof TemplateError && error.overBudget) budgetBlown = item;
             return { error: item };
           }
         }),

@@ -24,6 +24,8 @@ export class TemplateError extends Error {
     message: string,
     readonly line?: number,
     readonly column?: number,
+    /** the render hit MAX_PROMPT_CHARS: any thread as large fails the same way */
+    readonly overBudget = false,
   ) {
     super(message);
   }
@@ -40,7 +42,12 @@ function charge(units: number): void {
   if (!meter) return;
   meter.left -= units;
   if (meter.left < 0) {
-    throw new TemplateError(`the template renders more than ${MAX_PROMPT_CHARS} characters (or passes) for this thread; it stopped there`);
+    throw new TemplateError(
+      `the template renders more than ${MAX_PROMPT_CHARS} characters (or passes) for this thread; it stopped there`,
+      undefined,
+      undefined,
+      true,
+    );
   }
 }
 
