@@ -239,17 +239,17 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
 
   const egress = egressPolicy(config.egressAllow);
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
-  const judges = new Judges(dispatcher, metrics);
+  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const grading = new Grading(store, pool, judges, new Endpoints(endpointDispatcher, metrics));
+  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
-  await app.register(graderRoutes, { config, store, pool, metrics, validations, grading });
+  await app.register(graderRoutes, { config, store, pool, validations, grading });
   await app.register(judgeRoutes, { config, store, grading });
   await app.register(modelRoutes, { store, judges, egress });
   await app.register(endpointRoutes, { store, grading });
-  await app.register(rewardRoutes, { config, store, grading, metrics });
+  await app.register(rewardRoutes, { config, store, grading });
   return app;
 }

@@ -11,6 +11,7 @@ import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
+import type { Metrics } from "./metrics.ts";
 import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
 
 export const quarantineDetail = (key: string, at: string) =>
@@ -21,19 +22,44 @@ export class Grading {
   constructor(
     private readonly store: Store,
     private readonly pool: SandboxPool,
+    private readonly metrics: Metrics,
     readonly judges: Judges,
     readonly endpoints: Endpoints,
   ) {}
+
+  /**
+   * Grades with the stored grader `key` (a function grader at `version` when given: its other
+   * kinds have one version) and records the request in the metrics; every grading route comes here.
+   */
+  async gradeByKey(
+    project: string,
+    key: string,
+    threads: readonly WireThread[],
+    { version, route }: { version?: number; route: "grade" | "grade-batch" },
+  ): Promise<{ outcomes: GradeOutcome[]; version: number }> {
+    const started = performance.now();
+    const row = this.store.mustGet(project, key);
+    let code = { id: sandboxId(row.id, row.version), project, compiled: row.compiled };
+    if (version !== undefined && version !== row.version) {
+      if (row.kind !== "function") {
+        throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
+      }
+      code = { id: sandboxId(row.id, version), project, compiled: this.store.mustGetVersion(project, key, version).compiled };
+    }
+    const outcomes = await this.grade(row, code, threads);
+    this.metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
+    return { outcomes, version: version ?? row.version };
+  }
 
   private endpointTarget(g: { id: string; project: string; key: string; endpoint?: EndpointSpec }) {
     if (!g.endpoint) throw new Error(`grader ${g.key} is not an endpoint grader`);
     return { id: g.id, project: g.project, key: g.key, spec: g.endpoint };
   }
 
-  /** What a judge grader needs to grade: its definition and its model as stored now. */
+  /** What a judge grader needs to grade: its definition and its model's id. */
   judgeTarget(g: { id: string; project: string; key: string; judge?: JudgeSpec; modelId?: string }): JudgeTarget {
     if (!g.judge || !g.modelId) throw new Error(`grader ${g.key} is not a judge grader`);
-    return { id: g.id, project: g.project, key: g.key, spec: g.judge, model: this.store.modelById(g.modelId) };
+    return { id: g.id, project: g.project, key: g.key, spec: g.judge, modelId: g.modelId };
   }
 
   /** Grades with a grader row; `code` is the function grader's version to run (its current one, or a pinned one). */

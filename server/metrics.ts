@@ -45,32 +45,32 @@ export class Metrics {
       registers,
     });
     this.quarantines = new client.Counter({ name: "gradebox_quarantines_total", help: "Graders quarantined", registers });
-    this.judgeCalls = new client.Counter({
-      name: "gradebox_judge_calls_total",
-      help: "Calls to judge models, by model (project/key) and outcome: ok, unavailable, invalid_response, egress_denied; invalid_output counts items whose judge gave no usable verdict twice",
-      labelNames: ["model", "outcome"],
-      registers,
+    // outbound calls, the same pair of series for judge models and endpoints
+    const outbound = (what: "judge" | "endpoint", label: string, help: string) => ({
+      calls: new client.Counter({
+        name: `gradebox_${what}_calls_total`,
+        help: `${help}, by ${label} (project/key) and outcome: ok, unavailable, invalid_response, egress_denied`,
+        labelNames: [label, "outcome"],
+        registers,
+      }),
+      latency: new client.Histogram({
+        name: `gradebox_${what}_call_duration_seconds`,
+        help: `Time of one call (retries included), by ${label}`,
+        labelNames: [label],
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+        registers,
+      }),
     });
-    this.judgeLatency = new client.Histogram({
-      name: "gradebox_judge_call_duration_seconds",
-      help: "Time of one judge call (retries included), by model",
-      labelNames: ["model"],
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
-    this.endpointCalls = new client.Counter({
-      name: "gradebox_endpoint_calls_total",
-      help: "Calls to external endpoint graders (one per /score, or per /batch_score chunk), by grader (project/key) and outcome: ok, unavailable, invalid_response, egress_denied",
-      labelNames: ["endpoint", "outcome"],
-      registers,
-    });
-    this.endpointLatency = new client.Histogram({
-      name: "gradebox_endpoint_call_duration_seconds",
-      help: "Time of one external endpoint call (retries included), by grader",
-      labelNames: ["endpoint"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers,
-    });
+    ({ calls: this.judgeCalls, latency: this.judgeLatency } = outbound(
+      "judge",
+      "model",
+      "Calls to judge models (invalid_output counts items whose judge gave no usable verdict, asked twice)",
+    ));
+    ({ calls: this.endpointCalls, latency: this.endpointLatency } = outbound(
+      "endpoint",
+      "endpoint",
+      "Calls to external endpoint graders, one per /score or per /batch_score chunk",
+    ));
     this.judgeTokens = new client.Counter({
       name: "gradebox_judge_tokens_total",
       help: "Tokens the judge models reported, by model and type (prompt, completion)",

@@ -5,6 +5,7 @@ import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
+import { ERRORS } from "./errors.ts";
 import { JudgeSpec } from "./judges/spec.ts";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -135,6 +136,14 @@ export const Problem = z
     column: z.number().optional(),
   })
   .passthrough();
+
+/** Every status the error table can answer, each a problem document: the error responses of every route. */
+export const ErrorResponses = Object.fromEntries(
+  [...new Set(Object.values(ERRORS).map((e) => e.status))].map((status) => [status, Problem]),
+);
+
+/** Sample threads a grader may carry (a function grader's are graded at every update, twice). */
+export const MAX_SAMPLES = 100;
 
 /** One stored version of a function grader (its source only in GraderVersionDetail). */
 export const GraderVersion = z.object({

@@ -6,9 +6,9 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { WireThread } from "../sdk/thread.ts";
-import { EndpointSpec } from "./endpoints/spec.ts";
+import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
-import { JudgeSpec, type ModelRow } from "./judges/spec.ts";
+import type { JudgeSpec, ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
 
 const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
@@ -160,11 +160,11 @@ function fromRaw(r: Raw): GraderRow {
   };
 }
 
-/** A judge's or an endpoint's stored definition. */
+/** A judge's or an endpoint's stored definition: written from a validated spec, read as it is (every grade reads it). */
 function configOf(kind: string, config: string | null, modelId: string | null): Pick<GraderRow, "judge" | "modelId" | "endpoint"> {
   if (!config) return {};
-  if (kind === "judge") return { judge: JudgeSpec.parse(JSON.parse(config)), modelId: modelId ?? undefined };
-  if (kind === "endpoint") return { endpoint: EndpointSpec.parse(JSON.parse(config)) };
+  if (kind === "judge") return { judge: JSON.parse(config) as JudgeSpec, modelId: modelId ?? undefined };
+  if (kind === "endpoint") return { endpoint: JSON.parse(config) as EndpointSpec };
   return {};
 }
 
@@ -325,37 +325,30 @@ export class Store {
 
   /** Stores a judge grader; its model must be one of the project's. */
   insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec; sha256: string }): GraderRow {
-    const id = randomUUID();
-    this.db.transaction(() => {
-      if (this.get(g.project, g.key)) throw graderExists(g.project, g.key);
-      const model = this.mustGetModel(g.project, g.spec.model);
-      this.stmts.insertConfigured.run({
-        kind: "judge",
-        id,
-        project: g.project,
-        key: g.key,
-        description: g.description,
-        sha256: g.sha256,
-        config: JSON.stringify(g.spec),
-        modelId: model.id,
-        now: new Date().toISOString(),
-      });
-    })();
-    return this.get(g.project, g.key) as GraderRow;
+    return this.insertConfigured("judge", g, this.mustGetModel(g.project, g.spec.model).id);
   }
 
   /** Stores an external endpoint grader. */
   insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec; sha256: string }): GraderRow {
+    return this.insertConfigured("endpoint", g, null);
+  }
+
+  /** A grader whose definition is its config (JSON); the row's UNIQUE (project, key) settles a race. */
+  private insertConfigured(
+    kind: "judge" | "endpoint",
+    g: { project: string; key: string; description: string; spec: unknown; sha256: string },
+    modelId: string | null,
+  ): GraderRow {
     try {
       this.stmts.insertConfigured.run({
-        kind: "endpoint",
+        kind,
         id: randomUUID(),
         project: g.project,
         key: g.key,
         description: g.description,
         sha256: g.sha256,
         config: JSON.stringify(g.spec),
-        modelId: null,
+        modelId,
         now: new Date().toISOString(),
       });
     } catch (error) {
@@ -556,8 +549,8 @@ export class Store {
     };
   }
 
-  /** Deletes a grader; returns the sandbox ids of its versions (their warm isolates are to be disposed). */
-  delete(project: string, key: string): { ids: string[] } {
+  /** Deletes a grader; returns its id and the sandbox ids of its versions (their warm isolates are to be disposed). */
+  delete(project: string, key: string): { id: string; ids: string[] } {
     return this.db.transaction(() => {
       const row = this.mustGet(project, key);
       if (row.locked) throw lockedError(key, "deleting");
@@ -568,7 +561,7 @@ export class Store {
         });
       }
       this.stmts.delete.run(project, key);
-      return { ids: Array.from({ length: row.version }, (_, i) => sandboxId(row.id, i + 1)) };
+      return { id: row.id, ids: Array.from({ length: row.version }, (_, i) => sandboxId(row.id, i + 1)) };
     })();
   }
 

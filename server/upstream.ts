@@ -3,6 +3,9 @@
 // retries with backoff on what a repeat can fix (429 honouring retry-after, 5xx, timeouts,
 // refused connections), and a circuit breaker that fails fast while the target is down.
 
+import type { GradeErrorCode } from "../sandbox/checks.ts";
+import { egressDenial } from "./egress.ts";
+
 export type FailureKind = "unavailable" | "invalid" | "denied";
 
 /** One attempt's failure, classified by the caller that understands the protocol. */
@@ -43,6 +46,46 @@ export function retryAfterMs(headers: { get(name: string): string | null } | und
   const seconds = Number(raw);
   const wait = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(raw) - Date.now();
   return Number.isFinite(wait) ? Math.max(0, wait) : undefined;
+}
+
+/** A status other than success: 429 waits for retry-after (and does not count against the breaker), 5xx and 408 retry, the rest fail. */
+export function statusError(status: number, message: string, headers?: { get(name: string): string | null }): UpstreamError {
+  if (status === 429) return new UpstreamError("unavailable", message, { retryable: true, retryAfterMs: retryAfterMs(headers) ?? 1000 });
+  return new UpstreamError("unavailable", message, { retryable: status >= 500 || status === 408 });
+}
+
+/** A failure below HTTP: the egress policy, the dispatcher's size cap, the deadline, or the network. */
+export function transportError(error: unknown, signal: AbortSignal, who: string, maxBytes: number): UpstreamError {
+  const denied = egressDenial(error);
+  if (denied) return new UpstreamError("denied", denied.message);
+  for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { code?: string }).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
+      return new UpstreamError("invalid", `the response is over ${maxBytes} bytes; at most that is read`);
+    }
+  }
+  if (signal.aborted) return new UpstreamError("unavailable", `${who} did not answer in time`, { retryable: true, cause: error });
+  const cause = (error as { cause?: { message?: string } })?.cause?.message;
+  return new UpstreamError("unavailable", `cannot reach ${who}: ${cause ?? (error as Error)?.message ?? String(error)}`, {
+    retryable: true,
+    cause: error,
+  });
+}
+
+/** The outcome label of a failed call in the metrics. */
+export function outcomeLabel(error: unknown): string {
+  if (!(error instanceof UpstreamError)) return "error";
+  return error.kind === "denied" ? "egress_denied" : error.kind === "invalid" ? "invalid_response" : "unavailable";
+}
+
+/** A failed call as an item's error, in the caller's codes for an unavailable and an invalid answer. */
+export function itemErrorOf(
+  error: unknown,
+  codes: { unavailable: GradeErrorCode; invalid: GradeErrorCode },
+): { code: GradeErrorCode; message: string } {
+  if (error instanceof UpstreamError) {
+    return { code: error.kind === "denied" ? "EGRESS_DENIED" : codes[error.kind], message: error.message };
+  }
+  return { code: codes.unavailable, message: `the call failed: ${(error as Error)?.message ?? String(error)}` };
 }
 
 export class Upstream {

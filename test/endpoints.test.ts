@@ -154,6 +154,9 @@ describe("registration", () => {
       const regex = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url });
       assert.equal(regex.status, 422);
       assert.match(regex.body.message, /\/properties\/id\/pattern: the keyword "pattern" is not checked by Gradebox/);
+      schema = '{"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}}';
+      const quadratic = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url });
+      assert.match(quadratic.body.message, /\/properties\/tags\/uniqueItems: the keyword "uniqueItems" is not checked/);
       schema = "not json";
       assert.match((await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url })).body.message, /not JSON/);
     } finally {

@@ -8,11 +8,10 @@
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
-import { egressDenial } from "../egress.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
-import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
+import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
 import type { EndpointCreate, EndpointSpec } from "./spec.ts";
@@ -28,8 +27,6 @@ export interface EndpointTarget {
   key: string;
   spec: EndpointSpec;
 }
-
-type ItemError = Extract<GradeOutcome, { error: unknown }>["error"];
 
 interface Handle {
   upstream: Upstream;
@@ -105,72 +102,44 @@ export class Endpoints {
       else pending.push(i);
     }
     const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: String(i) });
-    const settle = (indices: number[], error: unknown) => {
-      const item = itemError(error);
-      for (const i of indices) outcomes[i] = { error: item };
-    };
-    const timed = async <T>(fn: () => Promise<T>): Promise<T> => {
-      const started = performance.now();
-      try {
-        const result = await fn();
-        this.metrics.endpointCall(label, "ok", (performance.now() - started) / 1000);
-        return result;
-      } catch (error) {
-        this.metrics.endpointCall(label, outcomeOf(error), (performance.now() - started) / 1000);
-        throw error;
-      }
-    };
-
-    if (spec.batch) {
-      const chunks: number[][] = [];
-      for (let k = 0; k < pending.length; k += spec.batchSize) chunks.push(pending.slice(k, k + spec.batchSize));
-      await Promise.all(
-        chunks.map((chunk) =>
-          upstream
-            .withSlot(() =>
-              timed(() =>
-                upstream.call(async (signal) => {
-                  const body = await this.send("POST", spec, "/batch_score", { requests: chunk.map(request) }, signal, false);
-                  const parsed = BatchScoreResponse.safeParse(body);
-                  if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
-                  if (parsed.data.responses.length !== chunk.length) {
-                    throw invalid(`/batch_score answered ${parsed.data.responses.length} responses to ${chunk.length} requests`);
-                  }
-                  return parsed.data.responses.map((r, k) => scored(r, String(chunk[k])));
-                }),
-              ),
-            )
-            .then(
-              (results) => {
-                for (const [k, i] of chunk.entries()) outcomes[i] = results[k];
-              },
-              (error) => settle(chunk, error),
+    // one call per chunk (/batch_score) or per thread (/score); a call's failure is its items' error
+    const calls: number[][] = [];
+    const size = spec.batch ? spec.batchSize : 1;
+    for (let k = 0; k < pending.length; k += size) calls.push(pending.slice(k, k + size));
+    await Promise.all(
+      calls.map(async (items) => {
+        const started = performance.now();
+        try {
+          const results = await upstream.withSlot(() =>
+            upstream.call((signal) =>
+              spec.batch ? this.batchScore(spec, items.map(request), signal) : this.score(spec, request(items[0]), signal),
             ),
-        ),
-      );
-    } else {
-      await Promise.all(
-        pending.map((i) =>
-          upstream
-            .withSlot(() =>
-              timed(() =>
-                upstream.call(async (signal) => {
-                  const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request(i), signal, false));
-                  if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
-                  return scored(parsed.data, String(i));
-                }),
-              ),
-            )
-            .then(
-              (outcome) => {
-                outcomes[i] = outcome;
-              },
-              (error) => settle([i], error),
-            ),
-        ),
-      );
-    }
+          );
+          this.metrics.endpointCall(label, "ok", (performance.now() - started) / 1000);
+          for (const [k, i] of items.entries()) outcomes[i] = results[k];
+        } catch (error) {
+          this.metrics.endpointCall(label, outcomeLabel(error), (performance.now() - started) / 1000);
+          const item = itemErrorOf(error, { unavailable: "ENDPOINT_UNAVAILABLE", invalid: "ENDPOINT_INVALID_RESPONSE" });
+          for (const i of items) outcomes[i] = { error: item };
+        }
+      }),
+    );
     return outcomes;
+  }
+
+  private async batchScore(spec: EndpointSpec, requests: ScoreRequest[], signal: AbortSignal): Promise<GradeOutcome[]> {
+    const parsed = BatchScoreResponse.safeParse(await this.send("POST", spec, "/batch_score", { requests }, signal, false));
+    if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
+    const { responses } = parsed.data;
+    if (responses.length !== requests.length)
+      throw invalid(`/batch_score answered ${responses.length} responses to ${requests.length} requests`);
+    return responses.map((r, k) => scored(r, requests[k].id as string));
+  }
+
+  private async score(spec: EndpointSpec, request: ScoreRequest, signal: AbortSignal): Promise<GradeOutcome[]> {
+    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false));
+    if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
+    return [scored(parsed.data, request.id as string)];
   }
 
   /** One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404. */
@@ -190,7 +159,6 @@ export class Endpoints {
     }
     if (body !== undefined) headers["content-type"] = "application/json";
     let text: string;
-    let status: number;
     try {
       const response = await undiciFetch(spec.url.replace(/\/+$/, "") + path, {
         method,
@@ -200,22 +168,15 @@ export class Endpoints {
         dispatcher: this.dispatcher,
         redirect: "follow",
       });
-      status = response.status;
-      if (status === 404 && allow404) {
-        await response.body?.cancel();
-        return undefined;
-      }
-      if (status !== 200) {
+      if (response.status !== 200) {
         await response.body?.cancel().catch(() => {});
-        const message = `${method} ${path} answered HTTP ${status}`;
-        if (status === 429)
-          throw new UpstreamError("unavailable", message, { retryable: true, retryAfterMs: retryAfterMs(response.headers) ?? 1000 });
-        throw new UpstreamError("unavailable", message, { retryable: status >= 500 || status === 408 });
+        if (response.status === 404 && allow404) return undefined;
+        throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}`, response.headers);
       }
       text = await response.text();
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
-      throw transportError(error, signal);
+      throw transportError(error, signal, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
     }
     try {
       return parseUntrustedJson(text);
@@ -240,35 +201,4 @@ function scored(response: ScoreResponse, id: string): GradeOutcome {
   const size = JSON.stringify(metadata).length;
   if (size > MAX_RESULT_METADATA) throw invalid(`a response's metadata is ${size} characters of JSON; at most ${MAX_RESULT_METADATA}`);
   return Object.keys(metadata).length ? { score: response.reward, metadata } : { score: response.reward };
-}
-
-function transportError(error: unknown, signal: AbortSignal): UpstreamError {
-  const denied = egressDenial(error);
-  if (denied) return new UpstreamError("denied", denied.message);
-  for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e as { code?: string }).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
-      return invalid(`the response is over ${MAX_ENDPOINT_RESPONSE_BYTES} bytes; at most that is read`);
-    }
-  }
-  if (signal.aborted) return new UpstreamError("unavailable", "the endpoint did not answer in time", { retryable: true, cause: error });
-  const cause = (error as { cause?: { message?: string } })?.cause?.message;
-  return new UpstreamError("unavailable", `cannot reach the endpoint: ${cause ?? (error as Error)?.message ?? String(error)}`, {
-    retryable: true,
-    cause: error,
-  });
-}
-
-function outcomeOf(error: unknown): string {
-  if (error instanceof UpstreamError)
-    return error.kind === "denied" ? "egress_denied" : error.kind === "invalid" ? "invalid_response" : "unavailable";
-  return "error";
-}
-
-function itemError(error: unknown): ItemError {
-  if (error instanceof UpstreamError) {
-    const code =
-      error.kind === "denied" ? "EGRESS_DENIED" : error.kind === "invalid" ? "ENDPOINT_INVALID_RESPONSE" : "ENDPOINT_UNAVAILABLE";
-    return { code, message: error.message };
-  }
-  return { code: "ENDPOINT_UNAVAILABLE", message: `the endpoint call failed: ${(error as Error)?.message ?? String(error)}` };
 }

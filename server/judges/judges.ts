@@ -6,7 +6,7 @@ import type { Dispatcher } from "undici";
 import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Metrics } from "../metrics.ts";
-import { UpstreamError } from "../upstream.ts";
+import { itemErrorOf, outcomeLabel, UpstreamError } from "../upstream.ts";
 import {
   type Ask,
   binaryPrompt,
@@ -29,7 +29,7 @@ export interface JudgeTarget {
   project: string;
   key: string;
   spec: JudgeSpec;
-  model: ModelRow;
+  modelId: string;
 }
 
 const MAX_TEMPLATES = 1000;
@@ -45,13 +45,15 @@ export class Judges {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly metrics: Metrics,
+    /** read once per model and process: a model never changes, and cannot be deleted while a grader uses it */
+    private readonly loadModel: (id: string) => ModelRow,
   ) {}
 
-  client(model: ModelRow): ModelClient {
-    let client = this.clients.get(model.id);
+  private client(modelId: string): ModelClient {
+    let client = this.clients.get(modelId);
     if (!client) {
-      client = new ModelClient({ ...model, apiKeyEnv: model.apiKeyEnv }, this.dispatcher);
-      this.clients.set(model.id, client);
+      client = new ModelClient(this.loadModel(modelId), this.dispatcher);
+      this.clients.set(modelId, client);
     }
     return client;
   }
@@ -82,8 +84,8 @@ export class Judges {
   }
 
   async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    const client = this.client(target.model);
-    const label = `${target.project}/${target.model.key}`;
+    const client = this.client(target.modelId);
+    const label = `${target.project}/${client.spec.key}`;
     // a template that blew its budget once fails the rest of the batch without rendering again
     let budgetBlown: ItemError | undefined;
     return Promise.all(
@@ -101,9 +103,9 @@ export class Judges {
                   ? await gradePrebuilt(ask, spec, thread)
                   : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
             if ("invalid" in scored) return { error: { code: "INVALID_SCORE", message: scored.invalid } };
-            return { ...scored, metadata: { ...scored.metadata, model: target.model.key, usage } };
+            return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
           } catch (error) {
-            const item = itemError(error);
+            const item = judgeItemError(error);
             if (error instanceof TemplateError && error.overBudget) budgetBlown = item;
             return { error: item };
           }
@@ -124,7 +126,7 @@ export class Judges {
         this.metrics.judgeCall(label, "ok", (performance.now() - started) / 1000, reply.usage);
         return reply.content;
       } catch (error) {
-        this.metrics.judgeCall(label, outcomeOf(error), (performance.now() - started) / 1000);
+        this.metrics.judgeCall(label, outcomeLabel(error), (performance.now() - started) / 1000);
         throw error;
       }
     };
@@ -161,17 +163,8 @@ export class Judges {
 const isWrong = (v: unknown): v is { wrong: string } => v !== null && typeof v === "object" && "wrong" in v && !Array.isArray(v);
 const metricsInvalid = (metrics: Metrics, label: string) => metrics.judgeCall(label, "invalid_output");
 
-function outcomeOf(error: unknown): string {
-  if (error instanceof UpstreamError)
-    return error.kind === "denied" ? "egress_denied" : error.kind === "invalid" ? "invalid_response" : "unavailable";
-  return "error";
-}
-
-function itemError(error: unknown): ItemError {
-  if (error instanceof UpstreamError) {
-    const code = error.kind === "denied" ? "EGRESS_DENIED" : error.kind === "invalid" ? "JUDGE_INVALID_OUTPUT" : "JUDGE_UNAVAILABLE";
-    return { code, message: error.message };
-  }
+/** Why a judge could not grade an item: its model, its template on this thread, or the thread. */
+export function judgeItemError(error: unknown): ItemError {
   if (error instanceof TemplateError) {
     return {
       code: "GRADER_ERROR",
@@ -180,5 +173,5 @@ function itemError(error: unknown): ItemError {
     };
   }
   if (error instanceof ThreadUnfit) return { code: "INVALID_THREAD", message: error.message };
-  return { code: "JUDGE_UNAVAILABLE", message: `the judge call failed: ${(error as Error)?.message ?? String(error)}` };
+  return itemErrorOf(error, { unavailable: "JUDGE_UNAVAILABLE", invalid: "JUDGE_INVALID_OUTPUT" });
 }

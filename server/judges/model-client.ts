@@ -5,8 +5,7 @@
 import OpenAI from "openai";
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import { z } from "zod";
-import { egressDenial } from "../egress.ts";
-import { retryAfterMs, Upstream, UpstreamError } from "../upstream.ts";
+import { statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 
 /** The largest chat-completion response read from a model, in bytes (the egress agent stops there). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -121,28 +120,15 @@ export class ModelClient {
 }
 
 function classify(error: unknown, signal: AbortSignal): UpstreamError {
-  const denied = egressDenial(error);
-  if (denied) return new UpstreamError("denied", denied.message);
-  for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e as { code?: string }).code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") {
-      return new UpstreamError("invalid", `the response is over ${MAX_RESPONSE_BYTES} bytes; at most that is read`);
-    }
-  }
   if (error instanceof OpenAI.APIError && typeof error.status === "number") {
-    const status = error.status;
-    const message = `the model answered HTTP ${status}${error.message ? `: ${error.message.slice(0, 300)}` : ""}`;
-    if (status === 429)
-      return new UpstreamError("unavailable", message, { retryable: true, retryAfterMs: retryAfterMs(error.headers) ?? 1000 });
-    if (status >= 500 || status === 408) return new UpstreamError("unavailable", message, { retryable: true });
-    return new UpstreamError("unavailable", message);
-  }
-  if (signal.aborted || error instanceof OpenAI.APIConnectionTimeoutError) {
-    return new UpstreamError("unavailable", "the model did not answer in time", { retryable: true, cause: error });
+    return statusError(
+      error.status,
+      `the model answered HTTP ${error.status}${error.message ? `: ${error.message.slice(0, 300)}` : ""}`,
+      error.headers,
+    );
   }
   if (error instanceof SyntaxError) return new UpstreamError("invalid", `the model's response is not JSON: ${error.message.slice(0, 200)}`);
-  const cause = (error as { cause?: { message?: string } })?.cause?.message;
-  return new UpstreamError("unavailable", `cannot reach the model: ${cause ?? (error as Error)?.message ?? String(error)}`, {
-    retryable: true,
-    cause: error,
-  });
+  // the openai package reports its own time-out (the signal is ours) as a connection time-out
+  const timedOut = signal.aborted || error instanceof OpenAI.APIConnectionTimeoutError;
+  return transportError(error, timedOut ? AbortSignal.abort() : signal, "the model", MAX_RESPONSE_BYTES);
 }

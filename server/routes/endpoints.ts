@@ -7,11 +7,9 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { authenticate } from "../auth.ts";
 import { EndpointCreate } from "../endpoints/spec.ts";
 import type { Grading } from "../grading.ts";
-import { Description, GraderDetail, GraderKey, Problem, ProjectParams } from "../schemas.ts";
+import { Description, ErrorResponses, GraderDetail, GraderKey, ProjectParams } from "../schemas.ts";
 import { graderExists, type Store } from "../store.ts";
 import { detail } from "./graders.ts";
-
-const errors = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 422: Problem, 500: Problem };
 
 export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading }) {
   const { store, grading } = opts;
@@ -25,7 +23,7 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
         operationId: "graders.create.externalEndpoint",
         params: ProjectParams,
         body: EndpointCreate.extend({ key: GraderKey, description: Description }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {

@@ -12,11 +12,11 @@ import { authenticate } from "../auth.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
-import type { Metrics } from "../metrics.ts";
 import {
   CombineMode,
   Description,
   DescriptionUpdate,
+  ErrorResponses,
   GradeResult,
   Grader,
   GraderDetail,
@@ -25,7 +25,7 @@ import {
   GraderVersion,
   GraderVersionDetail,
   GradeScore,
-  Problem,
+  MAX_SAMPLES,
   ProjectParams,
   Source,
   threadSchema,
@@ -39,26 +39,9 @@ export interface GraderRoutesOptions {
   config: Config;
   store: Store;
   pool: SandboxPool;
-  metrics: Metrics;
   validations: ValidationLimiter;
   grading: Grading;
 }
-
-/** Samples a grader may carry: each is graded at every update, twice. */
-const MAX_SAMPLES = 100;
-
-const errors = {
-  400: Problem,
-  401: Problem,
-  404: Problem,
-  409: Problem,
-  413: Problem,
-  415: Problem,
-  422: Problem,
-  423: Problem,
-  500: Problem,
-  503: Problem,
-};
 
 export function summary(row: GraderRow): z.infer<typeof Grader> {
   // everything but the code, the parts, the judge's definition and the row ids
@@ -106,7 +89,7 @@ function checkBatch(count: number, config: Config): void {
   }
 }
 
-export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, metrics, validations, grading }: GraderRoutesOptions) {
+export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, validations, grading }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
@@ -115,9 +98,13 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
     .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
 
-  app.get("/v1/me", { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...errors } } }, async (req) => ({
-    project: req.project,
-  }));
+  app.get(
+    "/v1/me",
+    { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...ErrorResponses } } },
+    async (req) => ({
+      project: req.project,
+    }),
+  );
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
@@ -175,7 +162,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.create.function",
         params: ProjectParams,
         body: z.object({ key: GraderKey, source: Source, description: Description, samples: Samples.optional() }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {
@@ -199,7 +186,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         body: z.object({ source: Source, threads: z.array(Thread).optional() }),
         response: {
           200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }),
-          ...errors,
+          ...ErrorResponses,
         },
       },
     },
@@ -220,7 +207,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           limit: z.coerce.number().int().min(1).max(200).default(50),
           cursor: z.string().max(128).default(""),
         }),
-        response: { 200: z.object({ data: z.array(Grader), nextCursor: z.string().nullable() }), ...errors },
+        response: { 200: z.object({ data: z.array(Grader), nextCursor: z.string().nullable() }), ...ErrorResponses },
       },
     },
     async (req) => {
@@ -233,7 +220,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.get(
     `${base}/:graderKey`,
-    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderDetail, ...errors } } },
+    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderDetail, ...ErrorResponses } } },
     async (req) => {
       return detail(store.mustGet(req.params.project, req.params.graderKey));
     },
@@ -246,7 +233,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.lock",
         params: GraderParams,
         body: z.object({ locked: z.boolean() }),
-        response: { 200: Grader, ...errors },
+        response: { 200: Grader, ...ErrorResponses },
       },
     },
     async (req) => summary(store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
@@ -258,7 +245,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.release",
         params: GraderParams,
-        response: { 200: Grader, ...errors },
+        response: { 200: Grader, ...ErrorResponses },
       },
     },
     async (req) => summary(store.release(req.params.project, req.params.graderKey)),
@@ -266,37 +253,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.delete(
     `${base}/:graderKey`,
-    { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...errors } } },
+    { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...ErrorResponses } } },
     async (req, reply) => {
-      const row = store.mustGet(req.params.project, req.params.graderKey);
-      const { ids } = store.delete(req.params.project, req.params.graderKey);
+      const { id, ids } = store.delete(req.params.project, req.params.graderKey);
       pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
-      grading.judges.forget(row.id);
-      grading.endpoints.forget(row.id);
+      grading.judges.forget(id);
+      grading.endpoints.forget(id);
       return reply.code(204).send(null);
     },
   );
-
-  async function grade(
-    project: string,
-    key: string,
-    version: number | undefined,
-    threads: WireThread[],
-    route: "grade" | "grade-batch",
-  ): Promise<{ outcomes: GradeOutcome[]; version: number }> {
-    const started = performance.now();
-    const row = store.mustGet(project, key);
-    let code = { id: sandboxId(row.id, row.version), project, compiled: row.compiled };
-    if (version !== undefined && version !== row.version) {
-      if (row.kind !== "function")
-        throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
-      const pinned = store.mustGetVersion(project, key, version);
-      code = { id: sandboxId(row.id, version), project, compiled: pinned.compiled };
-    }
-    const outcomes = await grading.grade(row, code, threads);
-    metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
-    return { outcomes, version: version ?? row.version };
-  }
 
   app.post(
     `${base}/combined`,
@@ -320,7 +285,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
             .min(1, "a combined grader needs at least one part")
             .max(64, "a combined grader has at most 64 parts"),
         }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {
@@ -348,12 +313,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         operationId: "graders.grade",
         params: GraderParams,
         body: z.object({ thread: Thread, version: VersionNumber.optional().describe("grade with this version; absent: the current one") }),
-        response: { 200: GradeScore.extend({ durationMs: z.number(), version: z.number() }), ...errors },
+        response: { 200: GradeScore.extend({ durationMs: z.number(), version: z.number() }), ...ErrorResponses },
       },
     },
     async (req) => {
       const started = performance.now();
-      const { outcomes, version } = await grade(req.params.project, req.params.graderKey, req.body.version, [req.body.thread], "grade");
+      const { outcomes, version } = await grading.gradeByKey(req.params.project, req.params.graderKey, [req.body.thread], {
+        version: req.body.version,
+        route: "grade",
+      });
       const [outcome] = outcomes;
       if ("error" in outcome) {
         const { code, message, line, column } = outcome.error;
@@ -373,19 +341,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           threads: z.array(Thread).min(1, "threads must hold at least one thread"),
           version: VersionNumber.optional().describe("grade with this version; absent: the current one"),
         }),
-        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number(), version: z.number() }), ...errors },
+        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number(), version: z.number() }), ...ErrorResponses },
       },
     },
     async (req) => {
       checkBatch(req.body.threads.length, config);
       const started = performance.now();
-      const { outcomes, version } = await grade(
-        req.params.project,
-        req.params.graderKey,
-        req.body.version,
-        req.body.threads,
-        "grade-batch",
-      );
+      const { outcomes, version } = await grading.gradeByKey(req.params.project, req.params.graderKey, req.body.threads, {
+        version: req.body.version,
+        route: "grade-batch",
+      });
       return { results: outcomes, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
     },
   );
@@ -445,7 +410,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           samples: Samples.optional(),
           dryRun: z.boolean().optional().describe("check and report, store nothing"),
         }),
-        response: { 200: UpdateResult, ...errors },
+        response: { 200: UpdateResult, ...ErrorResponses },
       },
     },
     async (req) => updateSource(req.params.project, req.params.graderKey, req.body),
@@ -459,7 +424,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       schema: {
         operationId: "graders.versions.list",
         params: GraderParams,
-        response: { 200: z.object({ data: z.array(GraderVersion) }), ...errors },
+        response: { 200: z.object({ data: z.array(GraderVersion) }), ...ErrorResponses },
       },
     },
     async (req) => ({ data: store.versions(req.params.project, req.params.graderKey) }),
@@ -467,7 +432,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.get(
     `${base}/:graderKey/versions/:version`,
-    { schema: { operationId: "graders.versions.get", params: VersionParams, response: { 200: GraderVersionDetail, ...errors } } },
+    { schema: { operationId: "graders.versions.get", params: VersionParams, response: { 200: GraderVersionDetail, ...ErrorResponses } } },
     async (req) => {
       const { version, description, sourceSha256, warnings, createdAt, source } = store.mustGetVersion(
         req.params.project,
@@ -480,7 +445,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.post(
     `${base}/:graderKey/versions/:version/restore`,
-    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: UpdateResult, ...errors } } },
+    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: UpdateResult, ...ErrorResponses } } },
     async (req) => {
       const { project, graderKey, version } = req.params;
       const old = store.mustGetVersion(project, graderKey, version);

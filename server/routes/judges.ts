@@ -11,15 +11,31 @@ import { authenticate } from "../auth.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
+import { judgeItemError } from "../judges/judges.ts";
 import { binaryPrompt, binaryTemplate, ThreadUnfit } from "../judges/kinds.ts";
-import { BinaryJudge, type JudgeSpec, ModelKey, PrebuiltJudge, RubricJudge } from "../judges/spec.ts";
+import {
+  BinaryJudge,
+  type BinaryJudgeSpec,
+  type JudgeSpec,
+  ModelKey,
+  PrebuiltJudge,
+  type PrebuiltJudgeSpec,
+  RubricJudge,
+  type RubricJudgeSpec,
+} from "../judges/spec.ts";
 import { type CompiledTemplate, TemplateError } from "../judges/template.ts";
-import { Description, GraderDetail, GraderKey, GraderParams, Problem, ProjectParams, threadSchema } from "../schemas.ts";
-import { graderExists, type Store } from "../store.ts";
+import {
+  Description,
+  ErrorResponses,
+  GraderDetail,
+  GraderKey,
+  GraderParams,
+  MAX_SAMPLES,
+  ProjectParams,
+  threadSchema,
+} from "../schemas.ts";
+import type { Store } from "../store.ts";
 import { detail } from "./graders.ts";
-
-const errors = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 413: Problem, 422: Problem, 500: Problem };
-const MAX_SAMPLES = 100;
 
 export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
@@ -30,7 +46,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
   const common = { key: GraderKey, judgeModel: ModelKey.describe("the key of one of the project's models"), description: Description };
 
   /** A binary judge's template must compile and render on every sample thread (or on the built-in one). */
-  function checkTemplate(spec: z.infer<typeof BinaryJudge>, samples: readonly WireThread[]): void {
+  function checkTemplate(spec: BinaryJudgeSpec, samples: readonly WireThread[]): void {
     const refuse = (message: string, line?: number, column?: number) => {
       throw new AppError("VALIDATION_FAILED", `template check failed: ${message}`, {
         check: "template",
@@ -59,7 +75,6 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
   }
 
   function create(project: string, key: string, description: string, spec: JudgeSpec) {
-    if (store.get(project, key)) throw graderExists(project, key);
     const sha256 = createHash("sha256").update(JSON.stringify(spec)).digest("hex");
     return detail(store.insertJudge({ project, key, description, spec, sha256 }));
   }
@@ -81,12 +96,13 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
             .optional()
             .describe("threads the template must render on (instead of the built-in one); no model is called"),
         }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {
       const { key, judgeModel, description, criteria, template, templateVariables, samples } = req.body;
-      const spec = BinaryJudge.parse({ type: "binary", model: judgeModel, criteria, template, templateVariables });
+      // the body's fields are the spec's own schemas: already validated
+      const spec: BinaryJudgeSpec = { type: "binary", model: judgeModel, criteria, template, templateVariables };
       store.mustGetModel(req.params.project, judgeModel);
       checkTemplate(
         spec,
@@ -103,12 +119,12 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         operationId: "graders.create.prebuiltJudge",
         params: ProjectParams,
         body: z.object({ ...common, type: PrebuiltJudge.shape.metric }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {
       const { key, judgeModel, description, type } = req.body;
-      const spec = PrebuiltJudge.parse({ type: "prebuilt", model: judgeModel, metric: type });
+      const spec: PrebuiltJudgeSpec = { type: "prebuilt", model: judgeModel, metric: type };
       return reply.code(201).send(create(req.params.project, key, description, spec));
     },
   );
@@ -125,12 +141,12 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
           cannotAssess: RubricJudge.shape.cannotAssess,
           partialCredit: RubricJudge.shape.partialCredit,
         }),
-        response: { 201: GraderDetail, ...errors },
+        response: { 201: GraderDetail, ...ErrorResponses },
       },
     },
     async (req, reply) => {
       const { key, judgeModel, description, criteria, cannotAssess, partialCredit } = req.body;
-      const spec = RubricJudge.parse({ type: "rubric", model: judgeModel, criteria, cannotAssess, partialCredit });
+      const spec: RubricJudgeSpec = { type: "rubric", model: judgeModel, criteria, cannotAssess, partialCredit };
       return reply.code(201).send(create(req.params.project, key, description, spec));
     },
   );
@@ -144,7 +160,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         body: z.object({ thread: Thread }),
         response: {
           200: z.object({ messages: z.array(z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() })) }),
-          ...errors,
+          ...ErrorResponses,
         },
       },
     },
@@ -155,13 +171,9 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
       try {
         return { messages: grading.judges.prompt(grading.judgeTarget(row), req.body.thread) };
       } catch (error) {
-        if (error instanceof TemplateError) {
-          throw new AppError("GRADER_ERROR", `the template failed on this thread: ${error.message}`, {
-            ...(error.line === undefined ? {} : { line: error.line, column: error.column }),
-          });
-        }
-        if (error instanceof ThreadUnfit) throw new AppError("INVALID_THREAD", error.message);
-        throw error;
+        if (!(error instanceof TemplateError || error instanceof ThreadUnfit)) throw error;
+        const { code, message, line, column } = judgeItemError(error);
+        throw new AppError(code, message, line === undefined ? {} : { line, column });
       }
     },
   );

@@ -8,10 +8,9 @@ import { EgressDeniedError, type EgressPolicy } from "../egress.ts";
 import { AppError } from "../errors.ts";
 import type { Judges } from "../judges/judges.ts";
 import { Model, ModelCreate, ModelKey, type ModelRow } from "../judges/spec.ts";
-import { Problem, ProjectParams } from "../schemas.ts";
+import { ErrorResponses, ProjectParams } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
-const errors = { 400: Problem, 401: Problem, 404: Problem, 409: Problem, 422: Problem, 500: Problem };
 const ModelParams = ProjectParams.extend({ modelKey: ModelKey });
 
 const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
@@ -24,7 +23,7 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
 
   app.post(
     base,
-    { schema: { operationId: "models.create", params: ProjectParams, body: ModelCreate, response: { 201: Model, ...errors } } },
+    { schema: { operationId: "models.create", params: ProjectParams, body: ModelCreate, response: { 201: Model, ...ErrorResponses } } },
     async (req, reply) => {
       const body = req.body;
       if (body.apiKeyEnv && !process.env[body.apiKeyEnv]) {
@@ -48,19 +47,25 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
 
   app.get(
     base,
-    { schema: { operationId: "models.list", params: ProjectParams, response: { 200: z.object({ data: z.array(Model) }), ...errors } } },
+    {
+      schema: {
+        operationId: "models.list",
+        params: ProjectParams,
+        response: { 200: z.object({ data: z.array(Model) }), ...ErrorResponses },
+      },
+    },
     async (req) => ({ data: store.listModels(req.params.project).map(view) }),
   );
 
   app.get(
     `${base}/:modelKey`,
-    { schema: { operationId: "models.get", params: ModelParams, response: { 200: Model, ...errors } } },
+    { schema: { operationId: "models.get", params: ModelParams, response: { 200: Model, ...ErrorResponses } } },
     async (req) => view(store.mustGetModel(req.params.project, req.params.modelKey)),
   );
 
   app.delete(
     `${base}/:modelKey`,
-    { schema: { operationId: "models.delete", params: ModelParams, response: { 204: z.null(), ...errors } } },
+    { schema: { operationId: "models.delete", params: ModelParams, response: { 204: z.null(), ...ErrorResponses } } },
     async (req, reply) => {
       judges.forget(store.deleteModel(req.params.project, req.params.modelKey));
       return reply.code(204).send(null);

@@ -13,16 +13,14 @@ import type { Config } from "../config.ts";
 import { RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
-import type { Metrics } from "../metrics.ts";
-import { GraderParams, MAX_METADATA_DEPTH, nestsDeeperThan, Problem } from "../schemas.ts";
-import { type Store, sandboxId } from "../store.ts";
+import { ErrorResponses, GraderParams, MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
+import type { Store } from "../store.ts";
 
-const errors = { 400: Problem, 401: Problem, 404: Problem, 413: Problem, 422: Problem, 423: Problem, 500: Problem, 502: Problem };
 const Id = z.union([z.string().max(256), z.number().int()]).optional();
 const RewardOut = z.object({ reward: z.number(), metadata: z.record(z.string(), z.unknown()), id: Id });
 
-export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading; metrics: Metrics }) {
-  const { config, store, grading, metrics } = opts;
+export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
+  const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Turn = RewardTurn.extend({
@@ -42,13 +40,9 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
   });
   const base = "/v1/projects/:project/graders/:graderKey/reward";
 
-  async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>): Promise<GradeOutcome[]> {
-    const started = performance.now();
-    const row = store.mustGet(project, key);
+  async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>, route: "grade" | "grade-batch") {
     const threads: WireThread[] = requests.map((r) => ({ turns: r.turns, metadata: r.metadata ?? {} }));
-    const outcomes = await grading.grade(row, { id: sandboxId(row.id, row.version), project, compiled: row.compiled }, threads);
-    metrics.observe(project, key, requests.length === 1 ? "grade" : "grade-batch", (performance.now() - started) / 1000, outcomes);
-    return outcomes;
+    return (await grading.gradeByKey(project, key, threads, { route })).outcomes;
   }
   const answer = (outcome: GradeOutcome, request: z.infer<typeof Request>, index?: number) => {
     if ("error" in outcome) {
@@ -68,7 +62,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       schema: {
         operationId: "reward.info",
         params: GraderParams,
-        response: { 200: z.object({ version: z.string(), name: z.string(), description: z.string() }), ...errors },
+        response: { 200: z.object({ version: z.string(), name: z.string(), description: z.string() }), ...ErrorResponses },
       },
     },
     async (req) => {
@@ -83,7 +77,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       schema: {
         operationId: "reward.metadataSchema",
         params: GraderParams,
-        response: { 200: z.record(z.string(), z.unknown()), ...errors },
+        response: { 200: z.record(z.string(), z.unknown()), ...ErrorResponses },
       },
     },
     async (req) => {
@@ -95,9 +89,9 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
 
   app.post(
     `${base}/score`,
-    { schema: { operationId: "reward.score", params: GraderParams, body: Request, response: { 200: RewardOut, ...errors } } },
+    { schema: { operationId: "reward.score", params: GraderParams, body: Request, response: { 200: RewardOut, ...ErrorResponses } } },
     async (req) => {
-      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body]);
+      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body], "grade");
       return answer(outcome, req.body);
     },
   );
@@ -111,12 +105,12 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         body: z.strictObject({
           requests: z.array(Request).min(1).max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`),
         }),
-        response: { 200: z.object({ responses: z.array(RewardOut) }), ...errors },
+        response: { 200: z.object({ responses: z.array(RewardOut) }), ...ErrorResponses },
       },
     },
     async (req) => {
       const { requests } = req.body;
-      const outcomes = await grade(req.params.project, req.params.graderKey, requests);
+      const outcomes = await grade(req.params.project, req.params.graderKey, requests, "grade-batch");
       return { responses: outcomes.map((o, i) => answer(o, requests[i], i)) };
     },
   );
