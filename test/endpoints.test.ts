@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { sendBlanks } from "./fake-openai.ts";
 import { call, repoRoot, startServer, type TestServer } from "./helpers.ts";
 
 const P = "/v1/projects/ep";
@@ -20,6 +21,9 @@ class Scripted {
   requests: Array<{ path: string; body: unknown }> = [];
   inFlight = 0;
   maxInFlight = 0;
+  /** what GET /info and GET /metadata_schema answer (undefined: 404) */
+  info = JSON.stringify({ version: "2", name: "scripted", description: "" });
+  schema: string | undefined;
   behave: (
     path: string,
     body: { requests?: Array<{ id: string }>; id?: string },
@@ -47,8 +51,8 @@ class Scripted {
     let text = "";
     for await (const chunk of req) text += chunk;
     const path = req.url ?? "";
-    if (path === "/info") return void res.end(JSON.stringify({ version: "2", name: "scripted", description: "" }));
-    if (path === "/metadata_schema") return void res.writeHead(404).end();
+    if (path === "/info") return void res.end(this.info);
+    if (path === "/metadata_schema") return void (this.schema === undefined ? res.writeHead(404).end() : res.end(this.schema));
     const body = text ? JSON.parse(text) : {};
     this.requests.push({ path, body });
     this.inFlight++;
@@ -57,20 +61,7 @@ class Scripted {
     const b = this.behave(path, body, this.requests.length);
     if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
     if (b.hang) return void this.hanging.add(res);
-    if (b.bytes) {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.on("error", () => {});
-      const block = Buffer.alloc(65536, 0x20);
-      let sent = 0;
-      const pump = () => {
-        while (sent < (b.bytes as number)) {
-          sent += block.length;
-          if (!res.write(block)) return void res.once("drain", pump);
-        }
-        res.end();
-      };
-      return pump();
-    }
+    if (b.bytes) return sendBlanks(res, b.bytes);
     const answer =
       b.body ??
       JSON.stringify(
@@ -137,27 +128,25 @@ describe("registration", () => {
     assert.match(closed.body.message, /GET \/info: cannot reach the endpoint/);
 
     const odd = await new Scripted().start();
-    const orig = odd as unknown as { handle: (req: IncomingMessage, res: ServerResponse) => void };
-    let info = '{"version": "1", "name": "x"}';
-    let schema = '{"type": "object", "properties": {"id": {"type": "string", "pattern": "^(a+)+$"}}}';
-    orig.handle = (req, res) => void res.end(req.url === "/info" ? info : schema);
+    odd.info = '{"version": "1", "name": "x"}';
+    odd.schema = '{"type": "object", "properties": {"id": {"type": "string", "pattern": "^(a+)+$"}}}';
     try {
       const missing = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url });
       assert.equal(missing.status, 422);
       assert.match(missing.body.message, /GET \/info must answer \{version, name, description\}.*description/);
-      info = '{"version": "1", "name": "x", "description": "", "extra": true}';
+      odd.info = '{"version": "1", "name": "x", "description": "", "extra": true}';
       assert.match(
         (await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url })).body.message,
         /Unrecognized key/,
       );
-      info = '{"version": "1", "name": "x", "description": ""}';
+      odd.info = '{"version": "1", "name": "x", "description": ""}';
       const regex = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url });
       assert.equal(regex.status, 422);
       assert.match(regex.body.message, /\/properties\/id\/pattern: the keyword "pattern" is not checked by Gradebox/);
-      schema = '{"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}}';
+      odd.schema = '{"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true}}}';
       const quadratic = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url });
       assert.match(quadratic.body.message, /\/properties\/tags\/uniqueItems: the keyword "uniqueItems" is not checked/);
-      schema = "not json";
+      odd.schema = "not json";
       assert.match((await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "odd", url: odd.url })).body.message, /not JSON/);
     } finally {
       await odd.close();

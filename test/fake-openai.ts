@@ -44,6 +44,22 @@ interface Rule {
   times: number;
 }
 
+/** A 200 "JSON" body of `bytes` spaces, written as the client reads (a reader that stops early just closes). */
+export function sendBlanks(res: ServerResponse, bytes: number): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.on("error", () => {});
+  const block = Buffer.alloc(64 * 1024, 0x20);
+  let sent = 0;
+  const pump = () => {
+    while (sent < bytes) {
+      sent += block.length;
+      if (!res.write(block)) return void res.once("drain", pump);
+    }
+    res.end();
+  };
+  pump();
+}
+
 export class FakeOpenAI {
   readonly requests: FakeRequest[] = [];
   inFlight = 0;
@@ -131,18 +147,7 @@ export class FakeOpenAI {
       return;
     }
     if (behaviour.hugeBytes) {
-      res.writeHead(200, { "content-type": "application/json" });
-      const block = Buffer.alloc(64 * 1024, 0x20);
-      let sent = 0;
-      const pump = () => {
-        while (sent < (behaviour.hugeBytes as number)) {
-          sent += block.length;
-          if (!res.write(block)) return void res.once("drain", pump);
-        }
-        res.end();
-      };
-      res.on("error", () => {});
-      pump();
+      sendBlanks(res, behaviour.hugeBytes);
       return;
     }
     const content = behaviour.content ?? JSON.stringify(behaviour.json ?? {});

@@ -21,7 +21,7 @@ import {
 import { type ChatMessage, ModelClient, type Usage } from "./model-client.ts";
 import { firstJsonObject } from "./reply.ts";
 import type { JudgeSpec, ModelRow } from "./spec.ts";
-import { type CompiledTemplate, TemplateError } from "./template.ts";
+import { type CompiledTemplate, MAX_PROMPT_CHARS, TemplateError } from "./template.ts";
 
 /** A judge grader as grading needs it. */
 export interface JudgeTarget {
@@ -106,7 +106,12 @@ export class Judges {
             return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
           } catch (error) {
             const item = judgeItemError(error);
-            if (error instanceof TemplateError && error.overBudget) budgetBlown = item;
+            if (error instanceof TemplateError && error.overBudget) {
+              budgetBlown = {
+                code: item.code,
+                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${MAX_PROMPT_CHARS}`,
+              };
+            }
             return { error: item };
           }
         }),
