@@ -5,11 +5,13 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import type { z } from "zod";
 import type { WireThread } from "../sdk/thread.ts";
 import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
 import type { JudgeSpec, ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
+import type { GraderVersionDetail } from "./schemas.ts";
 
 const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
 
@@ -44,16 +46,8 @@ export interface Sample {
   expected?: number;
 }
 
-/** One stored version of a function grader. */
-export interface GraderVersion {
-  version: number;
-  description: string;
-  sourceSha256: string;
-  warnings: string[];
-  createdAt: string;
-  source: string;
-  compiled: string;
-}
+/** One stored version of a function grader: the API's view of it, and the script the sandbox runs. */
+export type GraderVersion = z.infer<typeof GraderVersionDetail> & { compiled: string };
 
 export interface GraderRow {
   id: string;
