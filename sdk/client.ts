@@ -1,7 +1,7 @@
 // The Gradebox client: resources over HTTP (transport.ts), with timeouts, retries where a
 // repeat is safe (backoff with jitter, honouring retry-after), and typed errors.
 
-import { APIConnectionError, APITimeoutError, errorFromResponse, GradeboxError } from "./errors.ts";
+import { APIConnectionError, APITimeoutError, APIUserAbortError, errorFromResponse, GradeboxError, NotFoundError } from "./errors.ts";
 import { functionSource } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
@@ -22,6 +22,7 @@ import type {
   GraderVersionWithSource,
   GraderWithSource,
   JudgePrompt,
+  Limits,
   Model,
   Sample,
   ThreadInput,
@@ -45,11 +46,26 @@ export interface ClientOptions {
   maxRetries?: number;
 }
 
-interface RequestOptions {
+/** Per-request options: the last argument of every method (`client.graders.grade({…}, { timeout: 5_000 })`). */
+export interface RequestOptions {
+  /** per attempt, in ms (default: the client's) */
+  timeout?: number;
+  /** aborts the request, retries included (APIUserAbortError) */
+  signal?: AbortSignal;
+  /** added to (and overriding) the client's headers */
+  headers?: Record<string, string>;
+  /** retries of a request that is safe to repeat (default: the client's) */
+  maxRetries?: number;
+}
+
+interface RequestSpec {
   body?: unknown;
+  /** a body already serialized as JSON */
+  rawBody?: string;
   query?: Record<string, string | number | undefined>;
   /** true when repeating the request cannot change the outcome */
   retry: boolean;
+  options?: RequestOptions;
 }
 
 const RETRY_STATUS = new Set([408, 429, 502, 503, 504]);
@@ -95,36 +111,60 @@ export class Gradebox {
     this.models = new Models(this);
   }
 
+  /** The server's request limits (fetched once per client): `maxBatchThreads`, `maxBodyBytes`… */
+  limits(options?: RequestOptions): Promise<Limits> {
+    if (options) return this.request<Limits>("GET", "/v1/limits", { retry: true, options });
+    if (!this.cachedLimits) {
+      const fetched = this.request<Limits>("GET", "/v1/limits", { retry: true });
+      // a failure is not remembered: the next call asks again
+      fetched.catch(() => {
+        if (this.cachedLimits === fetched) this.cachedLimits = undefined;
+      });
+      this.cachedLimits = fetched;
+    }
+    return this.cachedLimits;
+  }
+  private cachedLimits: Promise<Limits> | undefined;
+
   /** @internal */
-  async request<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
+  async request<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
+    const options = spec.options ?? {};
     const url = new URL(this.baseURL + path);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: "application/json" };
-    if (opts.body !== undefined) headers["content-type"] = "application/json";
+    const body = spec.rawBody ?? (spec.body === undefined ? undefined : JSON.stringify(spec.body));
+    if (body !== undefined) headers["content-type"] = "application/json";
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    Object.assign(headers, options.headers);
+    const timeout = options.timeout ?? this.timeout;
+    const maxRetries = options.maxRetries ?? this.maxRetries;
+    const userSignal = options.signal;
+    const aborted = () => new APIUserAbortError(`${method} ${url.pathname} was aborted`);
 
     for (let attempt = 0; ; attempt++) {
-      const canRetry = opts.retry && attempt < this.maxRetries;
+      if (userSignal?.aborted) throw aborted();
+      const canRetry = spec.retry && attempt < maxRetries;
       const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), this.timeout);
+      const timer = setTimeout(() => controller.abort(), timeout);
+      const signal = userSignal ? AbortSignal.any([userSignal, controller.signal]) : controller.signal;
       let response: TransportResponse;
       try {
-        response = await this.transport(url, { method, headers, body, signal: controller.signal });
+        response = await this.transport(url, { method, headers, body, signal });
       } catch (error) {
         clearTimeout(timer);
+        if (userSignal?.aborted) throw aborted();
         if (canRetry) {
-          await sleep(backoff(attempt));
+          await sleep(backoff(attempt), userSignal);
           continue;
         }
-        if (controller.signal.aborted) throw new APITimeoutError(`${method} ${url.pathname} timed out after ${this.timeout} ms`);
+        if (controller.signal.aborted) throw new APITimeoutError(`${method} ${url.pathname} timed out after ${timeout} ms`);
         throw new APIConnectionError(`cannot reach Gradebox at ${this.baseURL}: ${(error as Error).message}`, { cause: error });
       }
       try {
         const text = await response.text();
         if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
         if (canRetry && RETRY_STATUS.has(response.status)) {
-          await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt));
+          await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt), userSignal);
           continue;
         }
         let problem: Record<string, unknown> = {};
@@ -152,59 +192,119 @@ function retryAfter(header: string | null): number | undefined {
   return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), 60_000) : undefined;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits between attempts; a user's abort ends the wait (the loop then throws APIUserAbortError). */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}
+
+/**
+ * `graders.list()`: iterate with `for await (const g of client.graders.list())` (pages are fetched
+ * as the loop needs them), walk `.pages()`, or `await` it (or `.toArray()`) for every grader at once.
+ */
+export class GraderList implements AsyncIterable<Grader>, Promise<Grader[]> {
+  constructor(private readonly fetchPage: (cursor: string | undefined) => Promise<GraderPage>) {}
+
+  async *pages(): AsyncGenerator<GraderPage> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.fetchPage(cursor);
+      yield page;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Grader> {
+    for await (const page of this.pages()) yield* page.data;
+  }
+
+  async toArray(): Promise<Grader[]> {
+    const all: Grader[] = [];
+    for await (const grader of this) all.push(grader);
+    return all;
+  }
+
+  // A Promise too, so `await client.graders.list()` still gives every grader (fetched once, on first use).
+  private all: Promise<Grader[]> | undefined;
+  readonly [Symbol.toStringTag] = "GraderList";
+
+  // biome-ignore lint/suspicious/noThenProperty: a GraderList is a Promise of every grader as well as an async iterable
+  then<A = Grader[], B = never>(
+    onfulfilled?: ((value: Grader[]) => A | PromiseLike<A>) | null,
+    onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    this.all ??= this.toArray();
+    return this.all.then(onfulfilled, onrejected);
+  }
+
+  catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<Grader[] | B> {
+    return this.then(undefined, onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<Grader[]> {
+    return this.then().finally(onfinally);
+  }
+}
+
+/** Batches gradeBatch sends at once when it splits one larger than the server's limit. */
+const DEFAULT_BATCH_CONCURRENCY = 4;
+/** Room left in a split part's body for the envelope and version. */
+const BODY_MARGIN_BYTES = 1024;
+
+export interface GradeBatchParams {
+  graderKey: string;
+  threads: ThreadInput[];
+  version?: number;
+  /** parts in flight at once when the batch is split (default 4) */
+  concurrency?: number;
 }
 
 export class Graders {
   /** `graders.create.function({key, fn | source | file, description?})` */
   readonly create: {
-    function: (params: CreateFunctionParams) => Promise<GraderWithSource>;
+    function: (params: CreateFunctionParams, options?: RequestOptions) => Promise<GraderWithSource>;
     /** a grader that combines stored function and judge graders of the project */
-    combined: (params: CreateCombinedParams) => Promise<GraderWithSource>;
+    combined: (params: CreateCombinedParams, options?: RequestOptions) => Promise<GraderWithSource>;
     /** an AI judge: PASS (1) or FAIL (0) against natural-language criteria, with the judge's reasoning */
-    binaryJudge: (params: CreateBinaryJudgeParams) => Promise<GraderWithSource>;
+    binaryJudge: (params: CreateBinaryJudgeParams, options?: RequestOptions) => Promise<GraderWithSource>;
     /** a pre-built RAG judge: FAITHFULNESS, CONTEXT_RELEVANCY or ANSWER_RELEVANCY (context from document turns) */
-    prebuiltJudge: (params: CreatePrebuiltJudgeParams) => Promise<GraderWithSource>;
+    prebuiltJudge: (params: CreatePrebuiltJudgeParams, options?: RequestOptions) => Promise<GraderWithSource>;
     /** weighted rubric criteria, each MET / UNMET / CANNOT_ASSESS (or an option), scored as scoreRubric does */
-    rubricJudge: (params: CreateRubricJudgeParams) => Promise<GraderWithSource>;
+    rubricJudge: (params: CreateRubricJudgeParams, options?: RequestOptions) => Promise<GraderWithSource>;
     /**
      * an external reward server, called over HTTP to grade; its /info and /metadata_schema are read first
      * (ValidationError with check "endpoint" when it cannot be reached or answers badly; EGRESS_DENIED when the address is refused)
      */
-    externalEndpoint: (params: CreateExternalEndpointParams) => Promise<GraderWithSource>;
+    externalEndpoint: (params: CreateExternalEndpointParams, options?: RequestOptions) => Promise<GraderWithSource>;
   };
 
   constructor(private readonly client: Gradebox) {
+    const post = (suffix: string, body: unknown, options: RequestOptions | undefined) =>
+      this.client.request<GraderWithSource>("POST", this.path(suffix), { body, retry: false, options });
     this.create = {
-      function: async (params) => {
+      function: async (params, options) => {
         const source = await readSource(params);
-        return this.client.request<GraderWithSource>("POST", this.path(), {
-          body: { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) },
-          retry: false,
-        });
+        return post("", { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) }, options);
       },
-      combined: (params) =>
-        this.client.request<GraderWithSource>("POST", this.path("/combined"), {
-          body: { ...params, description: params.description ?? "" },
-          retry: false,
-        }),
-      binaryJudge: ({ samples, ...params }) =>
-        this.client.request<GraderWithSource>("POST", this.path("/binary-judge"), {
-          body: { ...params, ...(samples ? { samples: samples.map((x) => ({ thread: toWire(x.thread) })) } : {}) },
-          retry: false,
-        }),
-      prebuiltJudge: (params) =>
-        this.client.request<GraderWithSource>("POST", this.path("/prebuilt-judge"), { body: params, retry: false }),
-      rubricJudge: (params) => this.client.request<GraderWithSource>("POST", this.path("/rubric-judge"), { body: params, retry: false }),
-      externalEndpoint: (params) =>
-        this.client.request<GraderWithSource>("POST", this.path("/external-endpoint"), { body: params, retry: false }),
+      combined: (params, options) => post("/combined", { ...params, description: params.description ?? "" }, options),
+      binaryJudge: ({ samples, ...params }, options) =>
+        post("/binary-judge", { ...params, ...(samples ? { samples: samples.map((x) => ({ thread: toWire(x.thread) })) } : {}) }, options),
+      prebuiltJudge: (params, options) => post("/prebuilt-judge", params, options),
+      rubricJudge: (params, options) => post("/rubric-judge", params, options),
+      externalEndpoint: (params, options) => post("/external-endpoint", params, options),
     };
   }
 
   /** The prompt a judge grader sends for `thread` (its first, for a multi-step judge); no model is called. */
-  prompt({ graderKey, thread }: { graderKey: string; thread: ThreadInput }): Promise<JudgePrompt> {
-    return this.client.request("POST", this.keyPath(graderKey, "/prompt"), { body: { thread: toWire(thread) }, retry: true });
+  prompt({ graderKey, thread }: { graderKey: string; thread: ThreadInput }, options?: RequestOptions): Promise<JudgePrompt> {
+    return this.client.request("POST", this.keyPath(graderKey, "/prompt"), { body: { thread: toWire(thread) }, retry: true, options });
   }
 
   private path(suffix = ""): string {
@@ -216,78 +316,98 @@ export class Graders {
   }
 
   /** Runs the five checks without saving; grades `threads` too when given. */
-  async validate(params: GraderSourceInput & { threads?: ThreadInput[] }): Promise<ValidateResponse> {
+  async validate(params: GraderSourceInput & { threads?: ThreadInput[] }, options?: RequestOptions): Promise<ValidateResponse> {
     const source = await readSource(params);
     return this.client.request("POST", this.path("/validate"), {
       body: { source, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) },
       retry: true,
+      options,
     });
   }
 
-  /** Every grader in the project (follows pages). */
-  async list(): Promise<Grader[]> {
-    const all: Grader[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.listPage({ limit: 200, cursor });
-      all.push(...page.data);
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    return all;
+  /** Every grader in the project, sorted by key: an async iterable over pages of `pageSize` (default 200), or `await` it for an array. */
+  list(params: { pageSize?: number } = {}, options?: RequestOptions): GraderList {
+    return new GraderList((cursor) => this.listPage({ limit: params.pageSize ?? 200, cursor }, options));
   }
 
   /** One page, sorted by key. */
-  listPage(params: { limit?: number; cursor?: string } = {}): Promise<GraderPage> {
-    return this.client.request("GET", this.path(), { query: params, retry: true });
+  listPage(params: { limit?: number; cursor?: string } = {}, options?: RequestOptions): Promise<GraderPage> {
+    return this.client.request("GET", this.path(), { query: params, retry: true, options });
   }
 
-  get({ graderKey }: { graderKey: string }): Promise<GraderWithSource> {
-    return this.client.request("GET", this.keyPath(graderKey), { retry: true });
+  get({ graderKey }: { graderKey: string }, options?: RequestOptions): Promise<GraderWithSource> {
+    return this.client.request("GET", this.keyPath(graderKey), { retry: true, options });
   }
 
-  lock({ graderKey, locked }: { graderKey: string; locked: boolean }): Promise<Grader> {
-    return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body: { locked }, retry: true });
+  lock({ graderKey, locked }: { graderKey: string; locked: boolean }, options?: RequestOptions): Promise<Grader> {
+    return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body: { locked }, retry: true, options });
   }
 
   /** Lifts a quarantine (GRADER_QUARANTINED) and clears the grader's fault count. */
-  release({ graderKey }: { graderKey: string }): Promise<Grader> {
-    return this.client.request("POST", this.keyPath(graderKey, "/release"), { retry: true });
+  release({ graderKey }: { graderKey: string }, options?: RequestOptions): Promise<Grader> {
+    return this.client.request("POST", this.keyPath(graderKey, "/release"), { retry: true, options });
   }
 
   /** Refused with ConflictError (GRADER_LOCKED) while the grader is locked. */
-  async delete({ graderKey }: { graderKey: string }): Promise<void> {
-    await this.client.request("DELETE", this.keyPath(graderKey), { retry: true });
+  async delete({ graderKey }: { graderKey: string }, options?: RequestOptions): Promise<void> {
+    await this.client.request("DELETE", this.keyPath(graderKey), { retry: true, options });
   }
 
   /** Grades one thread (with `version`, that stored version); a grader failure throws GraderRuntimeError with its code. */
-  grade({ graderKey, thread, version }: { graderKey: string; thread: ThreadInput; version?: number }): Promise<GradeResponse> {
+  grade(
+    { graderKey, thread, version }: { graderKey: string; thread: ThreadInput; version?: number },
+    options?: RequestOptions,
+  ): Promise<GradeResponse> {
     return this.client.request("POST", this.keyPath(graderKey, "/grade"), {
       body: { thread: toWire(thread), ...(version === undefined ? {} : { version }) },
       retry: true,
+      options,
     });
   }
 
-  /** Grades many threads in one request; results come back in input order, each a score or an error. */
-  gradeBatch({
-    graderKey,
-    threads,
-    version,
-  }: {
-    graderKey: string;
-    threads: ThreadInput[];
-    version?: number;
-  }): Promise<GradeBatchResponse> {
-    return this.client.request("POST", this.keyPath(graderKey, "/grade-batch"), {
-      body: { threads: threads.map(toWire), ...(version === undefined ? {} : { version }) },
-      retry: true,
+  /**
+   * Grades many threads; results come back in input order, each a score or an error. A batch over the
+   * server's limits (`client.limits()`: threads per request, body bytes) is sent as several requests,
+   * `concurrency` at a time; `durationMs` is then the whole call's.
+   */
+  async gradeBatch(
+    { graderKey, threads, version, concurrency = DEFAULT_BATCH_CONCURRENCY }: GradeBatchParams,
+    options?: RequestOptions,
+  ): Promise<GradeBatchResponse> {
+    const path = this.keyPath(graderKey, "/grade-batch");
+    const tail = version === undefined ? "]}" : `],"version":${JSON.stringify(version)}}`;
+    const serialized = threads.map((t) => JSON.stringify(toWire(t)));
+    const send = (part: string[]) =>
+      this.client.request<GradeBatchResponse>("POST", path, { rawBody: `{"threads":[${part.join(",")}${tail}`, retry: true, options });
+    const limits = await this.client.limits().catch((error) => {
+      if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
+      throw error;
     });
+    const parts = limits ? splitBatch(serialized, limits.maxBatchThreads, limits.maxBodyBytes - BODY_MARGIN_BYTES) : [serialized];
+    if (parts.length === 1) return send(serialized);
+
+    const started = Date.now();
+    const answers: GradeBatchResponse[] = new Array(parts.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < parts.length) {
+        const i = next++;
+        answers[i] = await send(parts[i] as string[]);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length)) }, lane));
+    return {
+      results: answers.flatMap((a) => a.results),
+      durationMs: Date.now() - started,
+      version: (answers[0] as GradeBatchResponse).version,
+    };
   }
 
   /**
    * Checks a new source and stores it as the grader's next version, which becomes current;
    * nothing changes when a check fails (BadRequest/ValidationError) or the grader is locked (ConflictError).
    */
-  async update(params: UpdateFunctionParams): Promise<UpdateResult> {
+  async update(params: UpdateFunctionParams, options?: RequestOptions): Promise<UpdateResult> {
     const source = await readSource(params);
     return this.client.request("PUT", this.keyPath(params.graderKey), {
       body: {
@@ -297,18 +417,56 @@ export class Graders {
         ...(params.dryRun ? { dryRun: true } : {}),
       },
       retry: false,
+      options,
     });
   }
 
   /** A grader's stored versions: `list`, `get` (with its source) and `restore` (a new version with an old source). */
   readonly versions = {
-    list: async ({ graderKey }: { graderKey: string }): Promise<GraderVersion[]> =>
-      (await this.client.request<{ data: GraderVersion[] }>("GET", this.keyPath(graderKey, "/versions"), { retry: true })).data,
-    get: ({ graderKey, version }: { graderKey: string; version: number }): Promise<GraderVersionWithSource> =>
-      this.client.request("GET", this.keyPath(graderKey, `/versions/${version}`), { retry: true }),
-    restore: ({ graderKey, version }: { graderKey: string; version: number }): Promise<UpdateResult> =>
-      this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false }),
+    list: async ({ graderKey }: { graderKey: string }, options?: RequestOptions): Promise<GraderVersion[]> =>
+      (await this.client.request<{ data: GraderVersion[] }>("GET", this.keyPath(graderKey, "/versions"), { retry: true, options })).data,
+    get: ({ graderKey, version }: { graderKey: string; version: number }, options?: RequestOptions): Promise<GraderVersionWithSource> =>
+      this.client.request("GET", this.keyPath(graderKey, `/versions/${version}`), { retry: true, options }),
+    restore: ({ graderKey, version }: { graderKey: string; version: number }, options?: RequestOptions): Promise<UpdateResult> =>
+      this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false, options }),
   };
+}
+
+/**
+ * Consecutive parts of at most `maxThreads` threads and about `maxBytes` of JSON each, in order. A
+ * thread larger than `maxBytes` goes alone (the server then answers 413 for it).
+ */
+export function splitBatch(serialized: string[], maxThreads: number, maxBytes: number): string[][] {
+  const parts: string[][] = [];
+  let part: string[] = [];
+  let bytes = 0;
+  for (const thread of serialized) {
+    const size = byteLength(thread) + 1;
+    if (part.length > 0 && (part.length >= maxThreads || bytes + size > maxBytes)) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(thread);
+    bytes += size;
+  }
+  if (part.length > 0 || parts.length === 0) parts.push(part);
+  return parts;
+}
+
+/** UTF-8 length without a Buffer (the SDK runs in browsers too); ASCII, the common case, is its length. */
+function byteLength(s: string): number {
+  let bytes = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 2; // a surrogate pair: 4 bytes for 2 units
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
 }
 
 /** The judge models of the project: OpenAI-compatible endpoints its judge graders call. */
@@ -320,20 +478,20 @@ export class Models {
   }
 
   /** Refused with UnprocessableEntityError (EGRESS_DENIED) when the server's egress policy forbids the address. */
-  create(params: CreateModelParams): Promise<Model> {
-    return this.client.request("POST", this.path(), { body: params, retry: false });
+  create(params: CreateModelParams, options?: RequestOptions): Promise<Model> {
+    return this.client.request("POST", this.path(), { body: params, retry: false, options });
   }
 
-  async list(): Promise<Model[]> {
-    return (await this.client.request<{ data: Model[] }>("GET", this.path(), { retry: true })).data;
+  async list(options?: RequestOptions): Promise<Model[]> {
+    return (await this.client.request<{ data: Model[] }>("GET", this.path(), { retry: true, options })).data;
   }
 
-  get({ modelKey }: { modelKey: string }): Promise<Model> {
-    return this.client.request("GET", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true });
+  get({ modelKey }: { modelKey: string }, options?: RequestOptions): Promise<Model> {
+    return this.client.request("GET", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true, options });
   }
 
   /** Refused with ConflictError (MODEL_IN_USE) while a grader uses the model. */
-  async delete({ modelKey }: { modelKey: string }): Promise<void> {
-    await this.client.request("DELETE", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true });
+  async delete({ modelKey }: { modelKey: string }, options?: RequestOptions): Promise<void> {
+    await this.client.request("DELETE", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true, options });
   }
 }

@@ -85,6 +85,10 @@ export class APIConnectionError extends GradeboxError {
 export class APITimeoutError extends APIConnectionError {
   override name = "APITimeoutError";
 }
+/** The request's `signal` aborted it (no retry follows). */
+export class APIUserAbortError extends GradeboxError {
+  override name = "APIUserAbortError";
+}
 
 /** Codes a grading call can end with instead of a score (the server's per-item error codes). */
 export const GRADE_ERROR_CODES = [

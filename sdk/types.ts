@@ -221,3 +221,21 @@ export interface CreateCombinedParams {
   description?: string;
 }
 export type { Check, GradeErrorCode, WireThread };
+
+/** The server's request limits (`client.limits()`, GET /v1/limits). */
+export interface Limits {
+  /** threads per grade-batch request: gradeBatch splits larger batches */
+  maxBatchThreads: number;
+  /** bytes per request body */
+  maxBodyBytes: number;
+  maxTurns: number;
+  /** characters per turn content */
+  maxContentChars: number;
+  /** UTF-8 bytes of a function grader's source */
+  maxSourceBytes: number;
+  maxSamples: number;
+  /** time limit of one grade call, in ms */
+  timeoutMs: number;
+  /** heap limit of a grader's isolate, in MB */
+  memoryMb: number;
+}

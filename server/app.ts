@@ -27,6 +27,7 @@ import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
+import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { judgeRoutes } from "./routes/judges.ts";
@@ -246,6 +247,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
+  await app.register(accountRoutes, { config, store });
   await app.register(graderRoutes, { config, store, pool, validations, grading });
   await app.register(judgeRoutes, { config, store, grading });
   await app.register(modelRoutes, { store, judges, egress });

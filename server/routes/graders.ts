@@ -98,13 +98,6 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
     .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
 
-  app.get(
-    "/v1/me",
-    { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...ErrorResponses } } },
-    async (req) => ({
-      project: req.project,
-    }),
-  );
   const base = "/v1/projects/:project/graders";
 
   /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */

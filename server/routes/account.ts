@@ -1,0 +1,47 @@
+// /v1/me and /v1/limits: who the key belongs to, and the limits a client must fit its requests in
+// (the SDKs split batches by maxBatchThreads).
+
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { authenticate } from "../auth.ts";
+import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
+import { ErrorResponses, MAX_SAMPLES } from "../schemas.ts";
+import type { Store } from "../store.ts";
+
+export const Limits = z
+  .object({
+    maxBatchThreads: z.number().int().describe("threads per grade-batch request (GRADEBOX_MAX_BATCH)"),
+    maxBodyBytes: z.number().int().describe("bytes per request body (GRADEBOX_BODY_LIMIT)"),
+    maxTurns: z.number().int().describe("turns per thread (GRADEBOX_MAX_TURNS)"),
+    maxContentChars: z.number().int().describe("characters per turn content (GRADEBOX_MAX_CONTENT)"),
+    maxSourceBytes: z.number().int().describe("UTF-8 bytes of a function grader's source"),
+    maxSamples: z.number().int().describe("sample threads per grader"),
+    timeoutMs: z.number().int().describe("time limit of one grade call (GRADEBOX_TIMEOUT_MS)"),
+    memoryMb: z.number().int().describe("heap limit of a grader's isolate (GRADEBOX_MEMORY_MB)"),
+  })
+  .describe("the server's request limits");
+export type Limits = z.infer<typeof Limits>;
+
+export async function accountRoutes(fastify: FastifyInstance, { config, store }: { config: Config; store: Store }) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.addHook("onRequest", authenticate(store.keys));
+
+  app.get(
+    "/v1/me",
+    { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...ErrorResponses } } },
+    async (req) => ({ project: req.project }),
+  );
+
+  const limits: Limits = {
+    maxBatchThreads: config.maxBatch,
+    maxBodyBytes: config.bodyLimit,
+    maxTurns: config.maxTurns,
+    maxContentChars: config.maxContent,
+    maxSourceBytes: MAX_SOURCE_BYTES,
+    maxSamples: MAX_SAMPLES,
+    timeoutMs: config.timeoutMs,
+    memoryMb: config.memoryMb,
+  };
+  app.get("/v1/limits", { schema: { operationId: "limits", response: { 200: Limits, ...ErrorResponses } } }, async () => limits);
+}

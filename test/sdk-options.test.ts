@@ -1,0 +1,173 @@
+// The SDK's conveniences against the real server: per-request options, list() as an async
+// iterator over pages, gradeBatch splitting batches over the server's limits, client.limits().
+
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { splitBatch } from "../sdk/client.ts";
+import { APITimeoutError, APIUserAbortError, Gradebox, GraderList } from "../sdk/index.ts";
+import { startServer, type TestServer } from "./helpers.ts";
+
+let s: TestServer;
+let client: Gradebox;
+/** what the spy saw: method, path and thread count of each grade-batch body */
+let seen: Array<{ method: string; path: string; threads?: number; header?: string | null }> = [];
+const spy: typeof fetch = async (input, init) => {
+  const url = new URL(String(input));
+  const body = typeof init?.body === "string" && url.pathname.endsWith("/grade-batch") ? JSON.parse(init.body) : undefined;
+  seen.push({
+    method: init?.method ?? "GET",
+    path: url.pathname,
+    threads: body?.threads.length,
+    header: new Headers(init?.headers).get("x-trace"),
+  });
+  return fetch(input, init);
+};
+
+before(async () => {
+  // small limits, so splitting shows with a few threads: 3 per request, 4 KiB bodies
+  s = await startServer({ listen: true, env: { GRADEBOX_MAX_BATCH: "3", GRADEBOX_BODY_LIMIT: "4096" } });
+  client = new Gradebox({ baseURL: s.url, project: "opts", apiKey: s.keyFor("opts"), fetch: spy });
+  await client.graders.create.function({ key: "index", source: "async (t) => Number(t.metadata.i ?? 0)" });
+});
+after(() => s.close());
+
+const threadNo = (i: number, pad = 0) => ({ turns: [{ role: "assistant" as const, content: "x".repeat(pad) }], metadata: { i } });
+
+describe("limits", () => {
+  test("client.limits() reads the server's configured limits once per client", async () => {
+    seen = [];
+    const limits = await client.limits();
+    assert.equal(limits.maxBatchThreads, 3);
+    assert.equal(limits.maxBodyBytes, 4096);
+    assert.equal(limits.timeoutMs, 1000);
+    await client.limits();
+    assert.equal(seen.filter((r) => r.path === "/v1/limits").length, 1, "cached");
+  });
+});
+
+describe("gradeBatch splitting", () => {
+  test("10 threads with a server limit of 3: four requests, results in input order", async () => {
+    await client.limits();
+    seen = [];
+    const { results } = await client.graders.gradeBatch({ graderKey: "index", threads: Array.from({ length: 10 }, (_, i) => threadNo(i)) });
+    assert.deepEqual(
+      results,
+      Array.from({ length: 10 }, (_, i) => ({ score: i })),
+    );
+    assert.deepEqual(
+      seen.map((r) => r.threads),
+      [3, 3, 3, 1],
+    );
+  });
+
+  test("threads of ~1 KB under a 4 KiB body limit are split by bytes, not only by count", async () => {
+    seen = [];
+    const threads = Array.from({ length: 6 }, (_, i) => threadNo(i, 1000));
+    const { results } = await client.graders.gradeBatch({ graderKey: "index", threads, concurrency: 1 });
+    assert.deepEqual(
+      results,
+      threads.map((_, i) => ({ score: i })),
+    );
+    assert.ok(seen.length >= 2, `split in ${seen.length} requests`);
+    assert.ok(
+      seen.every((r) => (r.threads ?? 0) <= 2),
+      `no part carries more than 2 such threads (${seen.map((r) => r.threads)})`,
+    );
+  });
+
+  test("a batch within the limits is one request", async () => {
+    seen = [];
+    await client.graders.gradeBatch({ graderKey: "index", threads: [threadNo(1), threadNo(2)] });
+    assert.equal(seen.length, 1);
+  });
+
+  test("splitBatch: count and byte limits, order kept, an oversized thread alone", () => {
+    assert.deepEqual(splitBatch(["a", "b", "c", "d", "e"], 2, 1000), [["a", "b"], ["c", "d"], ["e"]]);
+    assert.deepEqual(splitBatch(["aaaa", "b", "cccccccc", "d"], 10, 7), [["aaaa", "b"], ["cccccccc"], ["d"]]);
+    assert.deepEqual(splitBatch([], 3, 100), [[]]);
+    // "é" is 2 bytes in UTF-8, "🎉" 4: the byte limit counts UTF-8, not UTF-16 units
+    assert.deepEqual(splitBatch(["éé", "🎉"], 10, 5), [["éé"], ["🎉"]]);
+  });
+});
+
+describe("list() as an async iterator", () => {
+  test("for await walks every grader page by page; pages() shows the pages; await gives the array", async () => {
+    for (const key of ["a1", "a2", "a3", "a4"]) await client.graders.create.function({ key, source: "async (t) => 1" });
+    seen = [];
+    const keys: string[] = [];
+    const list = client.graders.list({ pageSize: 2 });
+    assert.ok(list instanceof GraderList);
+    for await (const g of list) keys.push(g.key);
+    assert.deepEqual(keys, ["a1", "a2", "a3", "a4", "index"]);
+    assert.equal(seen.length, 3, "three pages of two");
+
+    const sizes: number[] = [];
+    for await (const page of client.graders.list({ pageSize: 2 }).pages()) sizes.push(page.data.length);
+    assert.deepEqual(sizes, [2, 2, 1]);
+
+    const all = await client.graders.list({ pageSize: 2 });
+    assert.deepEqual(
+      all.map((g) => g.key),
+      keys,
+    );
+  });
+
+  test("breaking out of the loop fetches no further page", async () => {
+    seen = [];
+    for await (const g of client.graders.list({ pageSize: 2 })) if (g.key === "a1") break;
+    assert.equal(seen.length, 1);
+  });
+});
+
+describe("per-request options", () => {
+  let slow: Server;
+  let slowURL: string;
+  let hits = 0;
+  before(async () => {
+    // answers after 400 ms
+    slow = createServer((_req, res) => {
+      hits++;
+      setTimeout(() => res.end('{"data":[],"nextCursor":null}'), 400);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+    slowURL = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+  });
+  after(() => slow.close());
+
+  test("timeout per request overrides the client's", async () => {
+    const c = new Gradebox({ baseURL: slowURL, timeout: 10_000, maxRetries: 0 });
+    await assert.rejects(c.graders.listPage({}, { timeout: 100 }), APITimeoutError);
+    assert.deepEqual((await c.graders.listPage({})).data, [], "the client's own timeout still applies elsewhere");
+  });
+
+  test("maxRetries per request", async () => {
+    const c = new Gradebox({ baseURL: slowURL, timeout: 50, maxRetries: 0 });
+    hits = 0;
+    await assert.rejects(c.graders.listPage({}, { maxRetries: 2 }), APITimeoutError);
+    assert.equal(hits, 3, "one try and two retries");
+  });
+
+  test("signal aborts the request and its retries: APIUserAbortError", async () => {
+    const c = new Gradebox({ baseURL: slowURL, timeout: 10_000, maxRetries: 5 });
+    hits = 0;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = performance.now();
+    await assert.rejects(c.graders.listPage({}, { signal: controller.signal }), APIUserAbortError);
+    assert.ok(performance.now() - started < 350, "ended at the abort, not at the answer");
+    assert.equal(hits, 1, "no retry after the abort");
+    await assert.rejects(c.graders.get({ graderKey: "x" }, { signal: AbortSignal.abort() }), APIUserAbortError);
+  });
+
+  test("headers per request are added to the client's", async () => {
+    seen = [];
+    await client.graders.grade({ graderKey: "index", thread: threadNo(7) }, { headers: { "x-trace": "t-1" } });
+    await client.graders.grade({ graderKey: "index", thread: threadNo(7) });
+    assert.deepEqual(
+      seen.map((r) => r.header),
+      ["t-1", null],
+    );
+  });
+});
