@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 NODE := node --no-node-snapshot --import tsx
 TESTS := $(sort $(wildcard test/*.test.ts))
 
-.PHONY: install run test check bench soak clean
+.PHONY: install run test check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -29,7 +29,14 @@ check: install
 
 test: check
 	scripts/ensure-chromium.sh
+	scripts/ensure-pytest.sh
 	$(NODE) --test --test-concurrency=1 $(TESTS)
+
+# The installable packages: dist/gradebox-<version>.tgz (SDK + client CLI, `npm install` it anywhere).
+# The Python client installs from its directory: `pip install clients/python`.
+package: install
+	$(NODE) scripts/build-package.ts
+	mkdir -p dist && cd packages/gradebox && npm pack --pack-destination ../../dist
 
 bench: install
 	$(NODE) bench/run.ts
@@ -38,4 +45,4 @@ soak: install
 	$(NODE) bench/soak.ts
 
 clean:
-	rm -rf node_modules data .node
+	rm -rf node_modules data .node dist packages/gradebox/dist

@@ -1,8 +1,123 @@
-// What every command against a running server shares: its options, the client, and how an error
-// is printed (with a caret under the line, when the source is at hand) before exiting 1.
+// What every command shares: the command class (how an argument error is printed, and the exit
+// codes), the options of the commands against a running server, the client, how a failure is
+// printed (with a caret under the line, when the source is at hand) before exiting 1, and how an
+// input file is read (an unreadable one is a usage error: one line, exit 2).
 
-import type { Command } from "commander";
+import { open, readFile } from "node:fs/promises";
+import { Command, type ErrorOptions, InvalidArgumentError } from "commander";
 import { Gradebox, GraderRuntimeError, GraderValidationError } from "../sdk/index.ts";
+
+/** The command ran and failed: the server refused or could not do it, or (grade --threads) a line failed. */
+export const EXIT_FAILED = 1;
+/** The command was called wrong: an argument, an option, an input file. */
+export const EXIT_USAGE = 2;
+
+export const EXIT_STATUS_HELP = `Exit status:
+  0  done
+  1  the command failed: the server refused or could not do it;
+     for grade --threads, a line failed (BAD_LINE or a grade error)
+  2  a usage error: a bad argument or option (one error line, then the
+     command's usage), an input file that cannot be read or is not JSON,
+     no database for keys (one error line)`;
+
+/**
+ * The gradebox command and every subcommand (createCommand makes them of this class too, whatever
+ * order they are added in): an argument or option error prints one line and the usage of the
+ * command it belongs to, not its whole help, and every error commander reports exits 2.
+ */
+export class GradeboxCommand extends Command {
+  constructor(name?: string) {
+    super(name);
+    // --help and --version exit 0; any other exit of commander's is a usage error
+    this.exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE));
+  }
+
+  override createCommand(name?: string): Command {
+    return new GradeboxCommand(name);
+  }
+
+  override error(message: string, errorOptions?: ErrorOptions): never {
+    const names: string[] = [];
+    for (let c: Command | null = this; c; c = c.parent) names.unshift(c.name());
+    this.showHelpAfterError(`Usage: ${this.createHelp().commandUsage(this)}\nRun '${names.join(" ")} --help' for its options.`);
+    return super.error(message, { ...errorOptions, exitCode: EXIT_USAGE });
+  }
+}
+
+/** A usage error found by the command itself (an input file that cannot be read): one line on stderr, exit 2. */
+export function usageError(message: string): never {
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(EXIT_USAGE);
+}
+
+/** Option and argument parsers: commander reports a bad value as an argument error, naming the option. */
+export const wholeNumber = (v: string) => {
+  const n = Number(v);
+  if (!/^\s*\d+\s*$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError("it must be a whole number from 1");
+  return n;
+};
+export const fraction = (v: string) => {
+  const n = Number(v);
+  if (v.trim() === "" || !(n >= 0 && n <= 1)) throw new InvalidArgumentError("it must be a number from 0 to 1");
+  return n;
+};
+/** A repeatable name=value option, collected in order. */
+export const nameValue = (what: string) => (v: string, all: string[]) => {
+  if (v.indexOf("=") < 1) throw new InvalidArgumentError(`it must be ${what}`);
+  return [...all, v];
+};
+
+/** What went wrong opening a file, in a few words. */
+function fsReason(error: NodeJS.ErrnoException, writing = false): string {
+  switch (error.code) {
+    case "ENOENT":
+      return writing ? "no such directory" : "no such file";
+    case "ENOTDIR":
+      return "a part of the path is not a directory";
+    case "EISDIR":
+      return "it is a directory";
+    case "EACCES":
+    case "EPERM":
+      return "permission denied";
+    default:
+      return error.message;
+  }
+}
+
+/** An input file's text; one that cannot be read is a usage error. */
+export async function readInput(path: string): Promise<string> {
+  return readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => usageError(`cannot read ${path}: ${fsReason(error)}`));
+}
+
+/** Fails as readInput does unless the file can be opened for reading (for files that are streamed, not read whole). */
+export async function checkReadable(path: string): Promise<void> {
+  const handle = await open(path, "r").catch((error: NodeJS.ErrnoException) => usageError(`cannot read ${path}: ${fsReason(error)}`));
+  const isDirectory = (await handle.stat()).isDirectory();
+  await handle.close();
+  if (isDirectory) usageError(`cannot read ${path}: ${fsReason({ code: "EISDIR" } as NodeJS.ErrnoException)}`);
+}
+
+/** The message of a file that cannot be written. */
+export const cannotWrite = (path: string, error: NodeJS.ErrnoException) => `cannot write ${path}: ${fsReason(error, true)}`;
+
+/** JSON text from `where` (a file, or an option given inline); text that is not JSON is a usage error. */
+export function parseJson(text: string, where: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return usageError(`${where} is not JSON: ${(error as Error).message}`);
+  }
+}
+
+/** A JSON input file. */
+export async function readJsonFile(path: string): Promise<unknown> {
+  return parseJson(await readInput(path), path);
+}
+
+/** A --thread value: the thread as inline JSON when it starts with `{`, else a file holding it. */
+export async function readThreadOption(value: string, option = "--thread"): Promise<unknown> {
+  return value.trimStart().startsWith("{") ? parseJson(value, option) : readJsonFile(value);
+}
 
 export interface ApiOptions {
   url?: string;
@@ -49,7 +164,7 @@ export function fail(error: unknown, opts: ApiOptions, source?: string): never {
   } else {
     console.error(`✗ ${(error as Error).message}`);
   }
-  process.exit(1);
+  process.exit(EXIT_FAILED);
 }
 
 export const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));

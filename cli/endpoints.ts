@@ -3,8 +3,7 @@
 
 import type { Command } from "commander";
 import type { EndpointDefinition } from "../sdk/index.ts";
-import { type ApiOptions, client, fail, printJson, run } from "./api.ts";
-import { wholeNumber } from "./judges.ts";
+import { type ApiOptions, client, nameValue, printJson, run, wholeNumber } from "./api.ts";
 
 /** An endpoint's definition, as `get` shows it. */
 export function describeEndpoint(e: EndpointDefinition): string {
@@ -29,7 +28,7 @@ export function addEndpointCommands(program: Command): void {
     .option(
       "--header <name=var>",
       "a request header whose value comes from a server environment variable, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
-      (v: string, all: string[]) => [...all, v],
+      nameValue("Name=GRADEBOX_SECRET_VAR"),
       [] as string[],
     )
     .option("--timeout-ms <n>", "per attempt, ms (default 30000)", wholeNumber)
@@ -59,7 +58,6 @@ export function addEndpointCommands(program: Command): void {
         const headersEnv: Record<string, string> = {};
         for (const h of opts.header) {
           const eq = h.indexOf("=");
-          if (eq < 1) fail(new Error(`--header must be Name=GRADEBOX_SECRET_VAR, got "${h}"`), api);
           headersEnv[h.slice(0, eq)] = h.slice(eq + 1);
         }
         return run(api, async () => {

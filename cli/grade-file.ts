@@ -1,12 +1,15 @@
 // `gradebox grade K --threads in.jsonl`: streams a JSONL file of threads of any size through
 // gradeBatch in chunks (never holding the file in memory), with progress on stderr, results
-// as JSONL, bad lines reported by number without stopping the run, and a summary at the end.
+// as JSONL in the order of the input's lines, bad lines reported by number without stopping the
+// run, and a summary at the end.
 
+import { once } from "node:events";
 import { createReadStream, createWriteStream } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Gradebox } from "../sdk/client.ts";
 import { ROLES, type WireThread } from "../sdk/thread.ts";
 import type { GradeResult } from "../sdk/types.ts";
+import { cannotWrite, checkReadable, usageError } from "./api.ts";
 import { Progress } from "./progress.ts";
 
 /** A graded line, or a line that is not a thread (BAD_LINE, never sent). */
@@ -42,13 +45,22 @@ async function countLines(path: string): Promise<number> {
   return n;
 }
 
+/** A line of the input waiting for its chunk's request: a thread to send, or why it is not one. */
+type Pending = { line: number; thread: WireThread } | { line: number; problem: string };
+
+/**
+ * Grades the file, writing one result per non-blank line in the input's order (a BAD_LINE record
+ * where its line was). A file that cannot be read or written is a usage error (exit 2).
+ */
 export async function gradeFile(
   client: Gradebox,
   graderKey: string,
   opts: { threads: string; out?: string; batch: number; quiet: boolean; version?: number },
 ): Promise<Summary> {
-  const total = await countLines(opts.threads);
+  await checkReadable(opts.threads);
   const out = opts.out ? createWriteStream(opts.out) : undefined;
+  if (out) await once(out, "open").catch((error: NodeJS.ErrnoException) => usageError(cannotWrite(opts.out as string, error)));
+  const total = await countLines(opts.threads);
   const progress = new Progress(total, opts.quiet);
   const summary: Summary = { count: 0, scored: 0, mean: null, min: null, max: null, errors: {} };
   let sum = 0;
@@ -69,13 +81,17 @@ export async function gradeFile(
     return undefined;
   };
 
-  let chunk: Array<{ line: number; thread: WireThread }> = [];
+  // a chunk holds up to `batch` lines; bad lines wait in it so that every result is written in order
+  let chunk: Pending[] = [];
   const flush = async () => {
     if (chunk.length === 0) return;
     const sent = chunk;
     chunk = [];
-    const { results } = await client.graders.gradeBatch({ graderKey, threads: sent.map((c) => c.thread), version: opts.version });
-    for (const [i, r] of results.entries()) await write(sent[i].line, r);
+    const threads = sent.flatMap((p) => ("thread" in p ? [p.thread] : []));
+    const { results } =
+      threads.length > 0 ? await client.graders.gradeBatch({ graderKey, threads, version: opts.version }) : { results: [] };
+    let next = 0;
+    for (const p of sent) await write(p.line, "thread" in p ? results[next++] : { error: { code: "BAD_LINE", message: p.problem } });
     progress.tick(sent.length);
   };
 
@@ -93,11 +109,8 @@ export async function gradeFile(
     }
     if (problem) {
       progress.note(`line ${lineNo}: ${problem}; skipped`);
-      await write(lineNo, { error: { code: "BAD_LINE", message: problem } });
-      progress.tick(1);
-      continue;
-    }
-    chunk.push({ line: lineNo, thread: value as WireThread });
+      chunk.push({ line: lineNo, problem });
+    } else chunk.push({ line: lineNo, thread: value as WireThread });
     if (chunk.length >= opts.batch) await flush();
   }
   await flush();

@@ -1,38 +1,25 @@
 // `gradebox models …` (the OpenAI-compatible endpoints a project's judges call) and
 // `gradebox judge …` (create binary, prebuilt and rubric judges; show the prompt a judge sends).
 
-import { readFile } from "node:fs/promises";
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, Option } from "commander";
 import type { CannotAssessStrategy, GraderWithSource, Model, PrebuiltJudgeType, RubricCriterionInput, WireThread } from "../sdk/index.ts";
-import { type ApiOptions, client, fail, printJson, run, withApiOptions } from "./api.ts";
+import {
+  type ApiOptions,
+  client,
+  fraction,
+  nameValue,
+  printJson,
+  readInput,
+  readJsonFile,
+  readThreadOption,
+  run,
+  usageError,
+  wholeNumber,
+  withApiOptions,
+} from "./api.ts";
 
 const PREBUILT: PrebuiltJudgeType[] = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANSWER_RELEVANCY"];
 const CANNOT_ASSESS: CannotAssessStrategy[] = ["skip", "zero", "partial", "fail"];
-
-/** Option parsers: commander reports a bad value as it does a missing one, and exits 1. */
-export const wholeNumber = (v: string) => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("it must be a whole number from 1");
-  return n;
-};
-const fraction = (v: string) => {
-  const n = Number(v);
-  if (!(n >= 0 && n <= 1)) throw new InvalidArgumentError("it must be a number from 0 to 1");
-  return n;
-};
-
-async function readText(path: string, opts: ApiOptions): Promise<string> {
-  return readFile(path, "utf8").catch((e: Error) => fail(new Error(`cannot read ${path}: ${e.message}`), opts));
-}
-
-async function readJson(path: string, opts: ApiOptions): Promise<unknown> {
-  const text = await readText(path, opts);
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    return fail(new Error(`${path} is not JSON: ${(error as Error).message}`), opts);
-  }
-}
 
 function describeModel(m: Model): string {
   const extras = [`concurrency ${m.maxConcurrency}`, `timeout ${m.timeoutMs}ms`, m.apiKeyEnv ? `key from ${m.apiKeyEnv}` : "no key"];
@@ -120,7 +107,7 @@ export function addJudgeCommands(program: Command): void {
     .option(
       "--var <name=value>",
       "a value the template reads as {{template_variables.name}} (repeatable)",
-      (v: string, all: string[]) => [...all, v],
+      nameValue("name=value"),
       [] as string[],
     )
     .action(
@@ -131,10 +118,9 @@ export function addJudgeCommands(program: Command): void {
         const templateVariables: Record<string, string> = {};
         for (const v of opts.var) {
           const eq = v.indexOf("=");
-          if (eq < 1) fail(new Error(`--var must be name=value, got "${v}"`), opts);
           templateVariables[v.slice(0, eq)] = v.slice(eq + 1);
         }
-        const template = opts.templateFile ? await readText(opts.templateFile, opts) : undefined;
+        const template = opts.templateFile ? await readInput(opts.templateFile) : undefined;
         await run(
           opts,
           async () =>
@@ -180,9 +166,8 @@ export function addJudgeCommands(program: Command): void {
           description?: string;
         },
       ) => {
-        const criteria = await readJson(opts.criteriaFile, opts);
-        if (!Array.isArray(criteria))
-          fail(new Error(`${opts.criteriaFile} must hold a JSON array of {name, requirement, weight?, options?}`), opts);
+        const criteria = await readJsonFile(opts.criteriaFile);
+        if (!Array.isArray(criteria)) usageError(`${opts.criteriaFile} must hold a JSON array of {name, requirement, weight?, options?}`);
         await run(opts, async () =>
           printCreated(
             await client(opts).graders.create.rubricJudge({
@@ -201,9 +186,12 @@ export function addJudgeCommands(program: Command): void {
 
   withApiOptions(judge.command("prompt").description("show the prompt a judge sends for a thread (no model is called)"))
     .argument("<key>", "the judge grader key")
-    .requiredOption("--thread <json>", "a file with one thread: {turns: [{role, content}], metadata?}")
+    .requiredOption(
+      "--thread <json>",
+      "one thread {turns: [{role, content}], metadata?}: inline JSON (starting with {), or a file holding it",
+    )
     .action(async (key: string, opts: ApiOptions & { thread: string }) => {
-      const thread = (await readJson(opts.thread, opts)) as WireThread;
+      const thread = (await readThreadOption(opts.thread)) as WireThread;
       await run(opts, async () => {
         const { messages } = await client(opts).graders.prompt({ graderKey: key, thread });
         if (opts.json) return printJson({ messages });

@@ -86,8 +86,7 @@ async function readSource(input: GraderSourceInput): Promise<string> {
   if (given !== 1) throw new GradeboxError("pass exactly one of fn, source or file");
   if (input.fn !== undefined) return functionSource(input.fn);
   if (input.source !== undefined) return input.source;
-  const { readFile } = await import("node:fs/promises");
-  return readFile(input.file as string, "utf8");
+  return (await import("./node.ts")).readTextFile(input.file as string);
 }
 
 export class Gradebox {

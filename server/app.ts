@@ -13,6 +13,7 @@ import Fastify, {
   LogController,
 } from "fastify";
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import { authenticateMetrics } from "./auth.ts";
@@ -178,8 +179,22 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
       info: {
         title: "Gradebox",
         version: "0.1.0",
-        description: "Function graders: register, validate and run async grade(thread) functions.",
+        description:
+          "Graders: register, validate and run async grade(thread) functions, combined graders, LLM judges and external reward " +
+          "servers. Every /v1 route takes `Authorization: Bearer <API key>`, and a key sees its own project only. Errors are " +
+          "application/problem+json documents (RFC 9457) whose `code` says what went wrong and `detail` how to fix it; each " +
+          "operation lists the codes it can answer.",
       },
+      tags: [
+        { name: "graders", description: "Function and combined graders: create, list, get, lock, delete, grade" },
+        { name: "versions", description: "A function grader's stored versions: every update is a new one" },
+        { name: "judges", description: "Judge graders: a model grades against criteria, a metric or a rubric" },
+        { name: "models", description: "The OpenAI-compatible models a project's judges call" },
+        { name: "endpoints", description: "External endpoint graders: reward servers the project runs" },
+        { name: "reward", description: "Every grader served over the reward-server protocol, for trainers that speak it" },
+        { name: "account", description: "The API key's project and the server's limits" },
+        { name: "health", description: "Liveness and readiness probes (no API key)" },
+      ],
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "an API key: gbx_…" } } },
       security: [{ bearer: [] }],
     },
@@ -192,9 +207,46 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   registerConsole(app);
 
   const metrics = new Metrics(pool);
-  app.get("/healthz", { schema: { operationId: "health", security: [] } }, async () => ({ status: "ok", workers: pool.readyWorkers }));
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        operationId: "health",
+        tags: ["health"],
+        summary: "Liveness",
+        description: "Answers 200 while the process serves requests (a liveness probe); GET /readyz says whether it can grade.",
+        security: [],
+        response: {
+          200: z
+            .object({
+              status: z.literal("ok").describe("always ok"),
+              workers: z.number().describe("sandbox workers ready to grade"),
+            })
+            .describe("The process is up"),
+        },
+      },
+    },
+    async () => ({ status: "ok", workers: pool.readyWorkers }),
+  );
   // ready to grade: the database answers and at least one sandbox worker is up
-  app.get("/readyz", { schema: { operationId: "ready", security: [] } }, async (_req, reply) => {
+  const Readiness = z.object({
+    status: z.enum(["ready", "not ready"]).describe("ready: the database answers and a sandbox worker is up"),
+    database: z.boolean().describe("the database answers"),
+    workers: z.number().describe("sandbox workers ready to grade"),
+  });
+  const readyz = {
+    operationId: "ready",
+    tags: ["health"],
+    summary: "Readiness",
+    description:
+      "Answers 200 when the server can grade (its database answers and a sandbox worker is up), 503 otherwise: route traffic on it.",
+    security: [],
+    response: {
+      200: Readiness.describe("Ready to grade"),
+      503: Readiness.describe("Not ready: the database does not answer or no sandbox worker is up"),
+    },
+  };
+  app.get("/readyz", { schema: readyz }, async (_req, reply) => {
     let database = false;
     try {
       database = store.db.open && store.db.prepare("SELECT 1 AS ok").get() !== undefined;

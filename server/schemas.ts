@@ -1,28 +1,42 @@
-// zod schemas of the HTTP API: the routes validate with them and serialize through them.
+// zod schemas of the HTTP API: the routes validate with them and serialize through them, and the
+// OpenAPI document (/docs/json) is generated from them: their .describe() texts are its descriptions.
 
 import { z } from "zod";
 import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
-import { ERRORS } from "./errors.ts";
+import { ERRORS, type ErrorCode } from "./errors.ts";
 import { JudgeSpec } from "./judges/spec.ts";
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 const nameMessage = "must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters";
 
-export const ProjectParams = z.object({ project: z.string().regex(NAME, `project ${nameMessage}`) });
-export const GraderParams = ProjectParams.extend({ graderKey: z.string().regex(NAME, `grader key ${nameMessage}`) });
-export const GraderKey = z.string().regex(NAME, `key ${nameMessage}`);
+export const ProjectParams = z.object({
+  project: z
+    .string()
+    .regex(NAME, `project ${nameMessage}`)
+    .describe("the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND)"),
+});
+export const GraderParams = ProjectParams.extend({
+  graderKey: z.string().regex(NAME, `grader key ${nameMessage}`).describe("the grader's key, unique in its project"),
+});
+export const GraderKey = z
+  .string()
+  .regex(NAME, `key ${nameMessage}`)
+  .describe("a grader key: lower-case letters, digits, '.', '_' or '-', at most 128 characters");
 const noNul = (what: string) => [(s: string) => !s.includes("\u0000"), `${what} must not contain NUL characters`] as const;
-export const Source = z.string().refine(...noNul("source"));
+export const Source = z
+  .string()
+  .refine(...noNul("source"))
+  .describe("the grader's TypeScript or JavaScript source: an async grade(thread) function (64 KiB of UTF-8 at most)");
 const DescriptionText = z
   .string()
   .max(2000, "description is at most 2000 characters")
   .refine(...noNul("description"));
-export const Description = DescriptionText.default("");
+export const Description = DescriptionText.default("").describe("free text shown with the grader (at most 2000 characters)");
 /** On an update: absent keeps the current description. */
-export const DescriptionUpdate = DescriptionText.optional();
+export const DescriptionUpdate = DescriptionText.optional().describe("the new description; absent: keep the current one");
 
 /** Levels of objects and arrays a thread's metadata may nest, the metadata object itself included. */
 export const MAX_METADATA_DEPTH = 64;
@@ -51,114 +65,256 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 }
 
 export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
-  return z.object({
-    turns: z
-      .array(
-        z.object({
-          role: z.enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` }),
-          content: z.string().max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`),
-        }),
-      )
-      .min(1, "a thread needs at least one turn")
-      .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`),
-    metadata: z
-      .record(z.string(), z.unknown())
-      .refine((m) => !nestsDeeperThan(m, MAX_METADATA_DEPTH), {
-        message: `metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH} levels: flatten it`,
-      })
-      .optional(),
-  });
+  return z
+    .object({
+      turns: z
+        .array(
+          z
+            .object({
+              role: z.enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` }).describe("who speaks"),
+              content: z
+                .string()
+                .max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`)
+                .describe("what was said"),
+            })
+            .describe("one turn of the conversation"),
+        )
+        .min(1, "a thread needs at least one turn")
+        .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
+        .describe("the conversation, in order: at least one turn (GET /v1/limits has the maximum)"),
+      metadata: z
+        .record(z.string(), z.unknown())
+        .refine((m) => !nestsDeeperThan(m, MAX_METADATA_DEPTH), {
+          message: `metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH} levels: flatten it`,
+        })
+        .optional()
+        .describe(`anything the grader may read (thread.metadata), nesting at most ${MAX_METADATA_DEPTH} levels`),
+    })
+    .describe("a conversation to grade: its turns and optional metadata");
 }
 
-export const CombineMode = z.enum(["weighted", "any", "all"]);
-export const PartOut = z.object({
-  graderKey: z.string(),
-  name: z.string(),
-  weight: z.number(),
-  /** the version the part grades with */
-  version: z.number(),
-  /** true when the part stays on `version`; false when it follows the part's current version */
-  pinned: z.boolean(),
-});
+export const CombineMode = z
+  .enum(["weighted", "any", "all"])
+  .describe("weighted: the weighted mean of the parts' scores; any: the best part's; all: the worst part's");
+export const PartOut = z
+  .object({
+    graderKey: z.string().describe("the part's grader"),
+    name: z.string().describe("the part's name in subscores"),
+    weight: z.number().describe("the part's weight (weighted mode)"),
+    version: z.number().describe("the version the part grades with"),
+    pinned: z.boolean().describe("true when the part stays on `version`; false when it follows the part's current version"),
+  })
+  .describe("one part of a combined grader");
 export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
 
-export const Grader = z.object({
-  project: z.string(),
-  key: z.string(),
-  kind: z.enum(["function", "combined", "judge", "endpoint"]),
-  /** the current version: every update stores a new one */
-  version: z.number(),
-  mode: CombineMode.optional(),
-  description: z.string(),
-  locked: z.boolean(),
-  /** set while quarantined: the grader took its sandbox worker down 3 times in 10 minutes */
-  quarantinedAt: z.string().nullable(),
-  /** worker-killing faults in the last 10 minutes */
-  recentFaults: z.number(),
-  warnings: z.array(z.string()),
-  sourceSha256: z.string(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const Grader = z
+  .object({
+    project: z.string().describe("the grader's project"),
+    key: z.string().describe("the grader's key, unique in its project"),
+    kind: z
+      .enum(["function", "combined", "judge", "endpoint"])
+      .describe("what grades: a function, parts, a judge model or an external endpoint"),
+    version: z.number().describe("the current version: every update stores a new one"),
+    mode: CombineMode.optional().describe("combined graders: how the parts' scores combine"),
+    description: z.string().describe("free text given at creation or update"),
+    locked: z.boolean().describe("a locked grader cannot be updated or deleted (PUT …/lock)"),
+    quarantinedAt: z
+      .string()
+      .nullable()
+      .describe("set while quarantined: the grader took its sandbox worker down 3 times in 10 minutes (POST …/release lifts it)"),
+    recentFaults: z.number().describe("worker-killing faults in the last 10 minutes"),
+    warnings: z.array(z.string()).describe("what the checks noticed without refusing the grader"),
+    sourceSha256: z.string().describe("SHA-256 (hex) of the source, or of a configured grader's definition"),
+    createdAt: z.string().describe("ISO 8601"),
+    updatedAt: z.string().describe("ISO 8601"),
+  })
+  .describe("a grader, without its source or definition");
 /** One grader in full: a function grader's source, a combined grader's parts, or a judge's definition. */
 export const GraderDetail = Grader.extend({
-  source: z.string().optional(),
-  parts: z.array(PartOut).optional(),
+  source: z.string().optional().describe("function graders: the current version's source"),
+  parts: z.array(PartOut).optional().describe("combined graders: the parts, in order"),
   judge: JudgeSpec.optional().describe("judge graders: what the judge asks, of which model"),
   endpoint: EndpointSpec.optional().describe("external endpoint graders: where and how it is called, and what its /info said"),
-});
+}).describe("a grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition");
 
-export const GradeError = z.object({
-  code: z.enum(GRADE_ERROR_CODES),
-  message: z.string(),
-  line: z.number().optional().describe("GRADER_ERROR: the line (1-based) of the grader's source where it was thrown, when known"),
-  column: z.number().optional().describe("GRADER_ERROR: the column (1-based) on that line"),
-});
-export const GradeScore = z.object({
-  score: z.number(),
-  reason: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  subscores: z.array(z.unknown()).optional(),
-});
-export const GradeResult = z.union([GradeScore, z.object({ error: GradeError })]);
-
-export const Problem = z
+export const GradeError = z
   .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number(),
-    detail: z.string(),
-    code: z.string(),
-    requestId: z.string(),
-    check: z.enum(CHECKS).optional(),
-    message: z.string().optional(),
-    line: z.number().optional(),
-    column: z.number().optional(),
+    code: z.enum(GRADE_ERROR_CODES).describe("why the thread has no score (the codes of the 422 and 502 problem documents)"),
+    message: z.string().describe("what went wrong"),
+    line: z.number().optional().describe("GRADER_ERROR: the line (1-based) of the grader's source where it was thrown, when known"),
+    column: z.number().optional().describe("GRADER_ERROR: the column (1-based) on that line"),
   })
-  .passthrough();
+  .describe("why one thread could not be graded");
+export const GradeScore = z
+  .object({
+    score: z.number().describe("the grader's score: a finite number"),
+    reason: z.string().optional().describe("the grader's explanation, when it gave one"),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("what the grader returned besides the score (a judge adds its model and token usage)"),
+    subscores: z.array(z.unknown()).optional().describe("combined graders: each part's score"),
+  })
+  .describe("a thread's score");
+export const GradeResult = z
+  .union([GradeScore, z.object({ error: GradeError }).describe("a thread that could not be graded")])
+  .describe("one thread's score, or its error");
 
-/** Every status the error table can answer, each a problem document: the error responses of every route. */
-export const ErrorResponses = Object.fromEntries(
-  [...new Set(Object.values(ERRORS).map((e) => e.status))].map((status) => [status, Problem]),
-);
+// ---- errors: every error is an application/problem+json document (RFC 9457) ----
+
+export const PROBLEM_JSON = "application/problem+json";
+
+/**
+ * The members some problem documents add, each with the codes that may set it: a status's schema
+ * lists those of its codes only, and none other (the documents are closed).
+ */
+const PROBLEM_EXTRAS = {
+  check: {
+    codes: ["VALIDATION_FAILED"],
+    schema: z.enum(CHECKS).describe("VALIDATION_FAILED: the check that refused the grader"),
+  },
+  message: {
+    codes: ["VALIDATION_FAILED"],
+    schema: z.string().describe("VALIDATION_FAILED: the check's message (the detail, without its prefix)"),
+  },
+  line: {
+    codes: ["VALIDATION_FAILED", ...GRADE_ERROR_CODES],
+    schema: z.number().describe("the line (1-based) of the source or template where it failed, when known"),
+  },
+  column: {
+    codes: ["VALIDATION_FAILED", ...GRADE_ERROR_CODES],
+    schema: z.number().describe("the column (1-based) on that line"),
+  },
+  index: {
+    codes: ["VALIDATION_FAILED", ...GRADE_ERROR_CODES],
+    schema: z.number().describe("the sample (test_run check) or the request of a reward batch that failed (0-based)"),
+  },
+  expected: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample expects") },
+  actual: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample got") },
+  version: { codes: GRADE_ERROR_CODES, schema: z.number().describe("the version of the grader that failed") },
+  limit: { codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE"], schema: z.number().describe("the limit exceeded (bytes or threads)") },
+  size: { codes: ["SOURCE_TOO_LARGE"], schema: z.number().describe("the source's size in bytes of UTF-8") },
+  usedBy: {
+    codes: ["GRADER_IN_USE", "MODEL_IN_USE"],
+    schema: z.array(z.string()).describe("the keys of the graders that use it: delete those first"),
+  },
+  retryAfter: {
+    codes: ["VALIDATION_RATE_LIMITED"],
+    schema: z.number().describe("seconds until the project may validate again (also the Retry-After header)"),
+  },
+} satisfies Record<string, { codes: readonly ErrorCode[]; schema: z.ZodType }>;
+
+/** The problem document of one status: its codes only, and the extras those codes may set. */
+export function problemSchema(status: number, codes: readonly ErrorCode[]) {
+  const wrong = codes.filter((code) => ERRORS[code].status !== status);
+  if (codes.length === 0 || wrong.length > 0) throw new Error(`problemSchema(${status}): ${wrong.join(", ") || "no codes"}`);
+  const extras = Object.fromEntries(
+    Object.entries(PROBLEM_EXTRAS)
+      .filter(([, extra]) => extra.codes.some((code) => codes.includes(code)))
+      .map(([name, extra]) => [name, extra.schema.optional()]),
+  ) as Partial<{ [K in keyof typeof PROBLEM_EXTRAS]: z.ZodOptional<(typeof PROBLEM_EXTRAS)[K]["schema"]> }>;
+  return z
+    .object({
+      type: z.string().describe("urn:gradebox:error:<code>"),
+      title: z.string().describe("the code's fixed, short title"),
+      status: z.literal(status).describe("the HTTP status, repeated"),
+      detail: z.string().describe("what went wrong with this request, and how to fix it"),
+      code: z.enum(codes as [ErrorCode, ...ErrorCode[]]).describe("the machine-readable error: branch on it"),
+      requestId: z.string().describe("the request's id (also the x-request-id header): it finds the request in the server log"),
+      ...extras,
+    })
+    .describe(`a problem document (RFC 9457), code ${codes.join(" or ")}`);
+}
+
+/** An error response as the routes declare it: its description lists its codes and titles. */
+export interface ErrorResponse {
+  description: string;
+  content: { [PROBLEM_JSON]: { schema: ReturnType<typeof problemSchema> } };
+}
+
+/**
+ * The error responses of a route, from the codes it can answer: one response per status of those
+ * codes (the ERRORS table's), served as application/problem+json, whose `code` is one of that
+ * status's codes. Statuses follow from codes, so the two cannot drift apart:
+ *
+ *   response: { 200: json("The grader", GraderDetail), ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND") }
+ */
+export function errorResponses(...codes: ErrorCode[]): Record<number, ErrorResponse> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set(codes)) {
+    const { status } = ERRORS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      status,
+      {
+        description: list.map((code) => `${ERRORS[code].title} (${code})`).join("; "),
+        content: { [PROBLEM_JSON]: { schema: problemSchema(status, list) } },
+      },
+    ]),
+  );
+}
+
+/** Every /v1 route: a missing, invalid or revoked API key (401), or the unexpected (500). */
+export const AUTHENTICATED = ["UNAUTHORIZED", "INTERNAL"] as const satisfies readonly ErrorCode[];
+/** A route under /v1/projects/{project}: another project's path (404), a malformed path or query (400). */
+export const IN_PROJECT = [...AUTHENTICATED, "PROJECT_NOT_FOUND", "INVALID_REQUEST"] as const satisfies readonly ErrorCode[];
+/** A route that reads a JSON body: failing its schema, not JSON, not UTF-8, too large, or not application/json. */
+export const WITH_BODY = [
+  "INVALID_REQUEST",
+  "INVALID_JSON",
+  "INVALID_ENCODING",
+  "BODY_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+] as const satisfies readonly ErrorCode[];
+/** Grading: a thread's error is the response's (graders.gradeBatch answers them per thread instead, in its 200). */
+export const GRADING = [...GRADE_ERROR_CODES, "GRADER_QUARANTINED", "SANDBOX_UNAVAILABLE"] as const satisfies readonly ErrorCode[];
+/** Running the five checks on a function grader's source. */
+export const CHECKING = [
+  "SOURCE_TOO_LARGE",
+  "VALIDATION_FAILED",
+  "VALIDATION_RATE_LIMITED",
+  "SANDBOX_UNAVAILABLE",
+] as const satisfies readonly ErrorCode[];
+
+/** A JSON success response with its description (the OpenAPI response's). */
+export const json = <T extends z.ZodType>(description: string, schema: T) => ({ description, content: { "application/json": { schema } } });
 
 /** Sample threads a grader may carry (a function grader's are graded at every update, twice). */
 export const MAX_SAMPLES = 100;
 
 /** One stored version of a function grader (its source only in GraderVersionDetail). */
-export const GraderVersion = z.object({
-  version: z.number(),
-  description: z.string(),
-  sourceSha256: z.string(),
-  warnings: z.array(z.string()),
-  createdAt: z.string(),
-});
-export const GraderVersionDetail = GraderVersion.extend({ source: z.string() });
+export const GraderVersion = z
+  .object({
+    version: z.number().describe("the version number, from 1"),
+    description: z.string().describe("the grader's description at that version"),
+    sourceSha256: z.string().describe("SHA-256 (hex) of the version's source"),
+    warnings: z.array(z.string()).describe("what the checks noticed without refusing it"),
+    createdAt: z.string().describe("ISO 8601: when the version was stored"),
+  })
+  .describe("one stored version of a function grader");
+export const GraderVersionDetail = GraderVersion.extend({ source: z.string().describe("the version's source") }).describe(
+  "one stored version of a function grader, with its source",
+);
 
 /** What an update did to the grader's samples: their count, and each one whose score changed (an error as its code). */
-export const UpdateReport = z.object({
-  samples: z.number(),
-  changed: z.array(z.object({ index: z.number(), before: z.union([z.number(), z.string()]), after: z.union([z.number(), z.string()]) })),
-});
+export const UpdateReport = z
+  .object({
+    samples: z.number().describe("sample threads graded under the current version and the new source"),
+    changed: z
+      .array(
+        z.object({
+          index: z.number().describe("the sample"),
+          before: z.union([z.number(), z.string()]).describe("its score under the current version, or its error code"),
+          after: z.union([z.number(), z.string()]).describe("its score under the new source, or its error code"),
+        }),
+      )
+      .describe("each sample whose score changed"),
+  })
+  .describe("how the grader's samples score before and after the update");
 /** The grader after an update (its current one, unchanged, for a dry run) and the samples report. */
-export const UpdateResult = GraderDetail.extend({ report: UpdateReport, dryRun: z.boolean().optional() });
+export const UpdateResult = GraderDetail.extend({
+  report: UpdateReport,
+  dryRun: z.boolean().optional().describe("true: nothing was stored, the grader shown is the current one"),
+}).describe("the grader after the update (unchanged for a dry run) and how its samples' scores changed");

@@ -5,9 +5,9 @@
 
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { FakeOpenAI } from "./fake-openai.ts";
@@ -58,11 +58,22 @@ async function startRewardServer(): Promise<{ child: ChildProcess; url: string }
   return { child, url };
 }
 
-const run = (...args: string[]) =>
-  promisify(execFile)(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: repoRoot, env });
+const run = (...args: string[]) => runIn({}, ...args);
+/** gradebox in another directory, or with other environment variables (undefined removes one). */
+const runIn = (where: { cwd?: string; env?: Record<string, string | undefined> }, ...args: string[]) =>
+  promisify(execFile)(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], {
+    cwd: where.cwd ?? repoRoot,
+    env: { ...env, ...where.env },
+  });
 async function runFail(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return runFailIn({}, ...args);
+}
+async function runFailIn(
+  where: { cwd?: string; env?: Record<string, string | undefined> },
+  ...args: string[]
+): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    await run(...args);
+    await runIn(where, ...args);
   } catch (error) {
     const e = error as { stdout: string; stderr: string; code: number };
     return e;
@@ -110,7 +121,9 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   const input = join(dir, "in.jsonl");
   const output = join(dir, "out.jsonl");
   writeFileSync(input, `${lines.join("\n")}\n`);
-  const { stdout, stderr } = await run("grade", "kw", "--threads", input, "--out", output, "--batch", "100");
+  // the bad lines fail the run: exit 1, after every other line was graded
+  const { stdout, stderr, code } = await runFail("grade", "kw", "--threads", input, "--out", output, "--batch", "100");
+  assert.equal(code, 1);
   assert.match(stdout, /graded 1502: 1500 scored \(mean 0\.5000, min 0, max 1\); errors BAD_LINE 2/);
   assert.match(stderr, /line 101: not JSON/);
   assert.match(stderr, /line 201: turns\[0\]\.role must be one of/);
@@ -129,8 +142,190 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
     { line: 2, score: 1 },
   );
   assert.equal(results.find((r) => r.line === 101).error.code, "BAD_LINE");
-  const summary = JSON.parse((await run("grade", "kw", "--threads", input, "--out", output, "--json")).stdout).summary;
+  assert.deepEqual(
+    results.map((r) => r.line),
+    [...Array(1502).keys()].map((i) => i + 1),
+    "one result per line, in the input's order",
+  );
+  // --json: stdout has the results only (here none: they went to --out); the summary is on stderr
+  const json = await runFail("grade", "kw", "--threads", input, "--out", output, "--json");
+  assert.equal(json.code, 1);
+  assert.equal(json.stdout, "");
+  const summary = JSON.parse(json.stderr).summary;
   assert.deepEqual(summary, { count: 1502, scored: 1500, mean: 0.5, min: 0, max: 1, errors: { BAD_LINE: 2 } });
+});
+
+test("grade --threads: exit 1 when a line fails (a bad line or a grade error), 0 when all scored; results in the input's order; --json keeps stdout JSONL", async () => {
+  const file = join(dir, "boom.ts");
+  writeFileSync(file, 'async function grade(t) {\n  if (t.metadata.boom) throw new Error("boom");\n  return 1;\n}\n');
+  await run("push", file, "--key", "boom");
+  const line = (metadata: Record<string, unknown> = {}) => JSON.stringify({ turns: [{ role: "assistant", content: "x" }], metadata });
+  const input = join(dir, "boom.jsonl");
+
+  writeFileSync(input, `${line()}\n${line()}\n`);
+  const ok = await run("grade", "boom", "--threads", input);
+  assert.deepEqual(
+    ok.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l)),
+    [
+      { line: 1, score: 1 },
+      { line: 2, score: 1 },
+    ],
+  );
+  assert.match(ok.stderr, /graded 2: 2 scored/);
+
+  // a grade error fails the run, though every line was graded
+  writeFileSync(input, `${line()}\n${line({ boom: true })}\n${line()}\n`);
+  const thrown = await runFail("grade", "boom", "--threads", input);
+  assert.equal(thrown.code, 1);
+  assert.deepEqual(
+    thrown.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).error?.code ?? "scored"),
+    ["scored", "GRADER_ERROR", "scored"],
+  );
+  assert.match(thrown.stderr, /graded 3: 2 scored .*; errors GRADER_ERROR 1/);
+
+  // a bad line waits for the lines before it: results come out in the input's order
+  writeFileSync(input, `${line()}\n{broken\n${line()}\n\n${line()}\n`);
+  const json = await runFail("grade", "boom", "--threads", input, "--json", "--batch", "2");
+  assert.equal(json.code, 1);
+  const results = json.stdout
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    results.map((r) => [r.line, r.score ?? r.error.code]),
+    [
+      [1, 1],
+      [2, "BAD_LINE"],
+      [3, 1],
+      [5, 1],
+    ],
+    "stdout holds the results only, one JSON per line, in order",
+  );
+  assert.deepEqual(JSON.parse(json.stderr), { summary: { count: 4, scored: 3, mean: 1, min: 1, max: 1, errors: { BAD_LINE: 1 } } });
+  await run("rm", "boom");
+});
+
+test("grade --thread takes inline JSON (starting with {) or a file", async () => {
+  const inline = JSON.stringify({ turns: [{ role: "assistant", content: "paris" }], metadata: { keywords: ["paris", "rome"] } });
+  assert.equal((await run("grade", "kw", "--thread", inline)).stdout.trim(), "0.5");
+  assert.equal((await run("grade", "kw", "--thread", ` ${inline}`)).stdout.trim(), "0.5", "leading spaces");
+  const broken = await runFail("grade", "kw", "--thread", '{"turns": [');
+  assert.equal(broken.code, 2);
+  assert.match(broken.stderr, /^error: --thread is not JSON: /);
+  const missing = await runFail("grade", "kw", "--thread", "no-such-thread.json");
+  assert.deepEqual([missing.code, missing.stderr], [2, "error: cannot read no-such-thread.json: no such file\n"]);
+});
+
+test("an input file that cannot be read, or a bad number: one error line, exit 2", async () => {
+  const [tested, graded, pushed, samples, batch, version, out] = await Promise.all([
+    runFail("test", "examples/json-shape.ts", "--threads", "missing.jsonl"),
+    runFail("grade", "kw", "--threads", "missing.jsonl"),
+    runFail("push", "missing.ts", "--key", "x"),
+    runFail("push", "examples/keywords.ts", "--key", "x", "--samples", "examples"),
+    runFail("grade", "kw", "--threads", "examples/threads.jsonl", "--batch", "abc"),
+    runFail("grade", "kw@0", "--threads", "examples/threads.jsonl"),
+    runFail("grade", "kw", "--threads", "examples/threads.jsonl", "--out", join(dir, "no-dir", "out.jsonl")),
+  ]);
+  assert.deepEqual([tested.code, tested.stdout, tested.stderr], [2, "", "error: cannot read missing.jsonl: no such file\n"]);
+  assert.deepEqual([graded.code, graded.stderr], [2, "error: cannot read missing.jsonl: no such file\n"]);
+  assert.deepEqual([pushed.code, pushed.stderr], [2, "error: cannot read missing.ts: no such file\n"]);
+  assert.deepEqual([samples.code, samples.stderr], [2, "error: cannot read examples: it is a directory\n"]);
+  assert.equal(out.code, 2);
+  assert.match(out.stderr, /^error: cannot write \S+out\.jsonl: no such directory\n$/);
+  // a bad value is an argument error: the option (or argument) named on one line, then the usage
+  assert.equal(batch.code, 2);
+  assert.equal(batch.stderr.split("\n")[0], "error: option '--batch <n>' argument 'abc' is invalid. it must be a whole number from 1");
+  assert.equal(version.code, 2);
+  assert.match(
+    version.stderr.split("\n")[0],
+    /^error: .*'kw@0' is invalid for argument 'key'\. the version after @ must be a whole number from 1$/,
+  );
+});
+
+test("argument errors, on any subcommand however deep: one error line and that subcommand's usage, exit 2", async () => {
+  const cases: Array<[string[], string, string]> = [
+    [["grade", "kw", "--bogus"], "error: unknown option '--bogus'", "gradebox grade [options] <key>"],
+    [["grade"], "error: missing required argument 'key'", "gradebox grade [options] <key>"],
+    [["grade", "kw"], "error: pass exactly one of --thread <json> or --threads <jsonl>", "gradebox grade [options] <key>"],
+    [
+      ["judge", "create", "binary", "j", "-m", "m", "-c", "c", "--bogus"],
+      "error: unknown option '--bogus'",
+      "gradebox judge create binary [options] <key>",
+    ],
+    [
+      ["judge", "create", "binary", "-m", "m", "-c", "c"],
+      "error: missing required argument 'key'",
+      "gradebox judge create binary [options] <key>",
+    ],
+    [
+      ["judge", "create", "binary", "j", "-m", "m", "-c", "c", "--var", "x"],
+      "error: option '--var <name=value>' argument 'x' is invalid. it must be name=value",
+      "gradebox judge create binary [options] <key>",
+    ],
+    [["models", "get"], "error: missing required argument 'key'", "gradebox models get [options] <key>"],
+    // the server's commands, added after the client's, behave alike
+    [["keys", "revoke"], "error: missing required argument 'id'", "gradebox keys revoke [options] <id>"],
+    [["keys", "create", "-p", "p", "--bogus"], "error: unknown option '--bogus'", "gradebox keys create [options]"],
+  ];
+  const results = await Promise.all(cases.map(([args]) => runFail(...args)));
+  for (const [i, [args, error, usage]] of cases.entries()) {
+    const { code, stdout, stderr } = results[i];
+    const name = usage.replace(/ \[options\].*/, "");
+    assert.deepEqual(
+      { code, stdout, stderr },
+      { code: 2, stdout: "", stderr: `${error}\nUsage: ${usage}\nRun '${name} --help' for its options.\n` },
+      `gradebox ${args.join(" ")}`,
+    );
+  }
+  const help = await run("--help");
+  assert.match(help.stdout, /\nExit status:\n {2}0 {2}done\n {2}1 {2}the command failed[\s\S]*\n {2}2 {2}a usage error/);
+});
+
+test("keys: refuses a database that does not exist unless --init; every keys command names the database it opened", async () => {
+  const elsewhere = mkdtempSync(join(tmpdir(), "gradebox-cli-keys-"));
+  try {
+    const where = { cwd: elsewhere, env: { GRADEBOX_DB: undefined } };
+    const looked = join(elsewhere, "data", "gradebox.db");
+    const commands = [
+      ["keys", "list"],
+      ["keys", "create", "--project", "p"],
+      ["keys", "revoke", "key_x"],
+    ];
+    const refused = await Promise.all(commands.map((args) => runFailIn(where, ...args)));
+    for (const [i, { code, stdout, stderr }] of refused.entries()) {
+      assert.deepEqual([code, stdout], [2, ""], commands[i].join(" "));
+      assert.match(
+        stderr,
+        new RegExp(`^error: no database at ${looked.replaceAll(".", "\\.")}: .*server's directory.*GRADEBOX_DB.*--init`),
+      );
+    }
+    assert.ok(!existsSync(join(elsewhere, "data")), "nothing created");
+    const init = await runIn(where, "keys", "create", "--project", "p", "--init", "--json");
+    assert.equal(init.stderr, `database ${looked} (created)\n`);
+    assert.equal(JSON.parse(init.stdout).project, "p");
+    assert.ok(existsSync(looked));
+
+    // the server's database, by GRADEBOX_DB (relative to the directory it is run in): its keys work against the server
+    const atServer = { cwd: elsewhere, env: { GRADEBOX_DB: relative(elsewhere, join(dir, "g.db")) } };
+    const created = await runIn(atServer, "keys", "create", "--project", "cli-keys", "--json");
+    assert.equal(created.stderr, `database ${join(dir, "g.db")}\n`);
+    const { key, id } = JSON.parse(created.stdout);
+    assert.equal((await run("ls", "--api-key", key, "--project", "cli-keys")).stdout.trim(), "no graders");
+    const listed = await runIn(atServer, "keys", "list", "--project", "cli-keys");
+    assert.equal(listed.stderr, `database ${join(dir, "g.db")}\n`);
+    assert.match(listed.stdout, new RegExp(`^${id} +cli-keys +gbx_\\S*… {2}active`));
+    const revoked = await runIn(atServer, "keys", "revoke", id);
+    assert.deepEqual([revoked.stdout, revoked.stderr], [`revoked ${id}\n`, `database ${join(dir, "g.db")}\n`]);
+    assert.match((await runFail("ls", "--api-key", key, "--project", "cli-keys")).stderr, /401 UNAUTHORIZED/);
+  } finally {
+    rmSync(elsewhere, { recursive: true, force: true });
+  }
 });
 
 test("grade --thread and test (the five checks plus sample threads, nothing saved)", async () => {
@@ -263,6 +458,7 @@ test("models create, list; judge create binary, shown as a judge by ls, graded b
   assert.match(prompt, /\n── user ──\n[\s\S]*Whatever\./);
   const messages = JSON.parse((await run("judge", "prompt", "polite", "--thread", thread, "--json")).stdout).messages;
   assert.equal(messages.length, prompt.match(/^── \w+ ──$/gm)?.length);
+  assert.equal((await run("judge", "prompt", "polite", "--thread", readFileSync(thread, "utf8"))).stdout, prompt, "the thread inline");
 });
 
 test("judge create rubric from a criteria file; grade scores it with the --cannot-assess strategy", async () => {

@@ -5,7 +5,9 @@
 import { z } from "zod";
 import { ROLES } from "../../sdk/thread.ts";
 
-export const RewardTurn = z.strictObject({ role: z.enum(ROLES), content: z.string() });
+export const RewardTurn = z
+  .strictObject({ role: z.enum(ROLES).describe("who speaks"), content: z.string().describe("what was said") })
+  .describe("one turn of the conversation");
 const Metadata = z
   .record(z.string(), z.unknown())
   .nullable()

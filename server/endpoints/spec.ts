@@ -7,30 +7,36 @@ import { SecretEnvName } from "../judges/spec.ts";
 const HEADER =
   /^(?!(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|expect|cookie)$)[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/i;
 
-export const EndpointCreate = z.object({
-  url: z
-    .string()
-    .max(2048)
-    .url("url must be an absolute URL, e.g. https://rewards.example.com")
-    .refine((u) => /^https?:\/\//i.test(u), "url must be http:// or https://")
-    .describe("the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema"),
-  headersEnv: z
-    .record(z.string().regex(HEADER, "a header name (not one the transport sets: host, content-length, …)"), SecretEnvName)
-    .refine((h) => Object.keys(h).length <= 16, "at most 16 headers")
-    .optional()
-    .describe("request headers whose values come from server environment variables (GRADEBOX_SECRET_…), never stored"),
-  timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe("per attempt"),
-  batch: z.boolean().default(true).describe("true: /batch_score for batches; false: /score per thread"),
-  batchSize: z.number().int().min(1).max(1000).default(64).describe("threads per /batch_score call"),
-  maxConcurrency: z.number().int().min(1).max(256).default(8).describe("calls in flight to the endpoint at once"),
-});
+export const EndpointCreate = z
+  .object({
+    url: z
+      .string()
+      .max(2048)
+      .url("url must be an absolute URL, e.g. https://rewards.example.com")
+      .refine((u) => /^https?:\/\//i.test(u), "url must be http:// or https://")
+      .describe("the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema"),
+    headersEnv: z
+      .record(z.string().regex(HEADER, "a header name (not one the transport sets: host, content-length, …)"), SecretEnvName)
+      .refine((h) => Object.keys(h).length <= 16, "at most 16 headers")
+      .optional()
+      .describe("request headers whose values come from server environment variables (GRADEBOX_SECRET_…), never stored"),
+    timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe("milliseconds per attempt"),
+    batch: z.boolean().default(true).describe("true: /batch_score for batches; false: /score per thread"),
+    batchSize: z.number().int().min(1).max(1000).default(64).describe("threads per /batch_score call"),
+    maxConcurrency: z.number().int().min(1).max(256).default(8).describe("calls in flight to the endpoint at once"),
+  })
+  .describe("a reward server and how to call it");
 
 export type EndpointCreate = z.infer<typeof EndpointCreate>;
 
 export const EndpointSpec = EndpointCreate.extend({
-  /** what GET {url}/info answered at registration */
-  info: z.object({ version: z.string(), name: z.string(), description: z.string() }),
-  /** what GET {url}/metadata_schema answered at registration, when it had one */
-  metadataSchema: z.unknown().optional(),
-});
+  info: z
+    .object({
+      version: z.string().describe("the reward server's version"),
+      name: z.string().describe("its name"),
+      description: z.string().describe("its description"),
+    })
+    .describe("what GET {url}/info answered at registration"),
+  metadataSchema: z.unknown().optional().describe("what GET {url}/metadata_schema answered at registration, when it had one"),
+}).describe("an external endpoint grader's definition");
 export type EndpointSpec = z.infer<typeof EndpointSpec>;

@@ -7,7 +7,8 @@ import { MAX_TEMPLATE_CHARS } from "./template.ts";
 const KEY = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 export const ModelKey = z
   .string()
-  .regex(KEY, "model key must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters");
+  .regex(KEY, "model key must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters")
+  .describe("a model key: lower-case letters, digits, '.', '_' or '-', at most 128 characters");
 
 /** Server environment variables a project may name for a secret: the operator decides what to expose under this prefix. */
 export const SECRET_ENV_PREFIX = "GRADEBOX_SECRET_";
@@ -18,25 +19,27 @@ export const SecretEnvName = z
     `must name a server environment variable starting with ${SECRET_ENV_PREFIX} (upper-case letters, digits, '_'): only those are handed to outbound calls`,
   );
 
-export const ModelCreate = z.object({
-  key: ModelKey,
-  baseURL: z
-    .string()
-    .max(2048)
-    .url("baseURL must be an absolute URL, e.g. http://vllm.internal:8000/v1")
-    .refine((u) => /^https?:\/\//i.test(u), "baseURL must be http:// or https://")
-    .describe("an OpenAI-compatible API root (the URL before /chat/completions)"),
-  model: z.string().min(1).max(256).describe("the model name sent in each request"),
-  apiKeyEnv: SecretEnvName.optional().describe("the server environment variable holding the API key (never stored)"),
-  maxConcurrency: z.number().int().min(1).max(256).default(8).describe("requests in flight to this model at once"),
-  timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe("per attempt"),
-});
+export const ModelCreate = z
+  .object({
+    key: ModelKey.describe("the model's key, unique in the project: judges name it as judgeModel"),
+    baseURL: z
+      .string()
+      .max(2048)
+      .url("baseURL must be an absolute URL, e.g. http://vllm.internal:8000/v1")
+      .refine((u) => /^https?:\/\//i.test(u), "baseURL must be http:// or https://")
+      .describe("an OpenAI-compatible API root (the URL before /chat/completions)"),
+    model: z.string().min(1).max(256).describe("the model name sent in each request"),
+    apiKeyEnv: SecretEnvName.optional().describe("the server environment variable holding the API key (never stored)"),
+    maxConcurrency: z.number().int().min(1).max(256).default(8).describe("requests in flight to this model at once"),
+    timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe("milliseconds per attempt (a call is retried twice)"),
+  })
+  .describe("an OpenAI-compatible chat-completions model for judges");
 export const Model = ModelCreate.extend({
-  project: z.string(),
-  maxConcurrency: z.number(),
-  timeoutMs: z.number(),
-  createdAt: z.string(),
-});
+  project: z.string().describe("the model's project"),
+  maxConcurrency: z.number().describe("requests in flight to this model at once"),
+  timeoutMs: z.number().describe("milliseconds per attempt"),
+  createdAt: z.string().describe("ISO 8601"),
+}).describe("a judge model (its API key is never shown: only the variable that holds it)");
 export type ModelRow = z.infer<typeof Model> & { id: string };
 
 const TemplateVariableValues = z
@@ -44,49 +47,67 @@ const TemplateVariableValues = z
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "template variable names are identifiers of at most 64 characters"),
     z.string().max(10_000),
   )
-  .refine((r) => Object.keys(r).length <= 32, "at most 32 template variables");
+  .refine((r) => Object.keys(r).length <= 32, "at most 32 template variables")
+  .describe("values the template reads as {{name}}: at most 32, each at most 10 000 characters");
 
-export const BinaryJudge = z.object({
-  type: z.literal("binary"),
-  model: ModelKey,
-  criteria: z.string().min(1).max(10_000).describe("what a completion must do to PASS"),
-  template: z.string().max(MAX_TEMPLATE_CHARS).optional().describe("a Handlebars template for the whole prompt; absent: ours"),
-  templateVariables: TemplateVariableValues.optional(),
-});
+export const BinaryJudge = z
+  .object({
+    type: z.literal("binary"),
+    model: ModelKey.describe("the judge's model"),
+    criteria: z.string().min(1).max(10_000).describe("what a completion must do to PASS"),
+    template: z.string().max(MAX_TEMPLATE_CHARS).optional().describe("a Handlebars template for the whole prompt; absent: ours"),
+    templateVariables: TemplateVariableValues.optional(),
+  })
+  .describe("a binary judge: PASS (1) or FAIL (0) against its criteria");
 
 export const PREBUILT_METRICS = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANSWER_RELEVANCY"] as const;
-export const PrebuiltJudge = z.object({ type: z.literal("prebuilt"), model: ModelKey, metric: z.enum(PREBUILT_METRICS) });
+export const PrebuiltJudge = z
+  .object({
+    type: z.literal("prebuilt"),
+    model: ModelKey.describe("the judge's model"),
+    metric: z.enum(PREBUILT_METRICS).describe("the pre-built metric scored, from 0 to 1"),
+  })
+  .describe("a pre-built judge: one metric");
 
-export const RubricOption = z.object({
-  label: z.string().min(1).max(128),
-  value: z.number().min(0).max(1),
-  na: z.boolean().optional().describe("choosing it means the criterion cannot be assessed"),
-});
+export const RubricOption = z
+  .object({
+    label: z.string().min(1).max(128).describe("what the judge may answer"),
+    value: z.number().min(0).max(1).describe("the criterion's score when chosen, 0 to 1"),
+    na: z.boolean().optional().describe("choosing it means the criterion cannot be assessed"),
+  })
+  .describe("one answer of a multi-choice criterion");
 export const RubricCriterion = z
   .object({
-    name: z.string().min(1).max(128),
-    requirement: z.string().min(1).max(4000),
+    name: z.string().min(1).max(128).describe("the criterion's name, unique in the rubric"),
+    requirement: z.string().min(1).max(4000).describe("what the completion must do to meet it"),
     weight: z.number().finite().min(-1000).max(1000).default(10).describe("negative: a penalty"),
     options: z.array(RubricOption).min(2).max(16).optional().describe("a multi-choice criterion: the judge picks one label"),
   })
   .refine(
     (c) => !c.options || c.options.filter((o) => !o.na).length >= 2,
     "a multi-choice criterion needs at least 2 options that are not na",
-  );
+  )
+  .describe("one criterion: met or not, or one of its options");
 export const CANNOT_ASSESS = ["skip", "zero", "partial", "fail"] as const;
-export const RubricJudge = z.object({
-  type: z.literal("rubric"),
-  model: ModelKey,
-  criteria: z
-    .array(RubricCriterion)
-    .min(1)
-    .max(50)
-    .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, "criterion names must be unique"),
-  cannotAssess: z.enum(CANNOT_ASSESS).default("skip"),
-  partialCredit: z.number().min(0).max(1).default(0.5).describe("the credit of a CANNOT_ASSESS criterion under 'partial'"),
-});
+export const RubricJudge = z
+  .object({
+    type: z.literal("rubric"),
+    model: ModelKey.describe("the judge's model"),
+    criteria: z
+      .array(RubricCriterion)
+      .min(1)
+      .max(50)
+      .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, "criterion names must be unique")
+      .describe("the rubric: 1 to 50 criteria with unique names"),
+    cannotAssess: z
+      .enum(CANNOT_ASSESS)
+      .default("skip")
+      .describe("a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread"),
+    partialCredit: z.number().min(0).max(1).default(0.5).describe("the credit of a CANNOT_ASSESS criterion under 'partial'"),
+  })
+  .describe("a rubric judge: criteria scored one by one");
 
-export const JudgeSpec = z.discriminatedUnion("type", [BinaryJudge, PrebuiltJudge, RubricJudge]);
+export const JudgeSpec = z.discriminatedUnion("type", [BinaryJudge, PrebuiltJudge, RubricJudge]).describe("a judge's definition, by type");
 export type JudgeSpec = z.infer<typeof JudgeSpec>;
 export type BinaryJudgeSpec = z.infer<typeof BinaryJudge>;
 export type PrebuiltJudgeSpec = z.infer<typeof PrebuiltJudge>;

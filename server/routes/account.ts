@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { authenticate } from "../auth.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
-import { ErrorResponses, MAX_SAMPLES } from "../schemas.ts";
+import { AUTHENTICATED, errorResponses, json, MAX_SAMPLES } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
 export const Limits = z
@@ -20,7 +20,7 @@ export const Limits = z
     timeoutMs: z.number().int().describe("time limit of one grade call (GRADEBOX_TIMEOUT_MS)"),
     memoryMb: z.number().int().describe("heap limit of a grader's isolate (GRADEBOX_MEMORY_MB)"),
   })
-  .describe("the server's request limits");
+  .describe("the server's request limits: a client splits batches and checks inputs against them");
 export type Limits = z.infer<typeof Limits>;
 
 export async function accountRoutes(fastify: FastifyInstance, { config, store }: { config: Config; store: Store }) {
@@ -29,7 +29,21 @@ export async function accountRoutes(fastify: FastifyInstance, { config, store }:
 
   app.get(
     "/v1/me",
-    { schema: { operationId: "me", response: { 200: z.object({ project: z.string() }), ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "me",
+        tags: ["account"],
+        summary: "Who am I",
+        description: "The project the API key belongs to: every /v1/projects/{project} path must name it. Checks that a key works.",
+        response: {
+          200: json(
+            "The key's project",
+            z.object({ project: z.string().describe("the API key's project") }).describe("the API key's owner"),
+          ),
+          ...errorResponses(...AUTHENTICATED),
+        },
+      },
+    },
     async (req) => ({ project: req.project }),
   );
 
@@ -43,5 +57,19 @@ export async function accountRoutes(fastify: FastifyInstance, { config, store }:
     timeoutMs: config.timeoutMs,
     memoryMb: config.memoryMb,
   };
-  app.get("/v1/limits", { schema: { operationId: "limits", response: { 200: Limits, ...ErrorResponses } } }, async () => limits);
+  app.get(
+    "/v1/limits",
+    {
+      schema: {
+        operationId: "limits",
+        tags: ["account"],
+        summary: "Request limits",
+        description:
+          "The limits this server enforces (set by its operator): batch size, body size, turns, content length, source size, " +
+          "samples, time and memory per grade. Split batches by maxBatchThreads to avoid 413 BATCH_TOO_LARGE.",
+        response: { 200: json("The server's limits", Limits), ...errorResponses(...AUTHENTICATED) },
+      },
+    },
+    async () => limits,
+  );
 }

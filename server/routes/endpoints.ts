@@ -7,7 +7,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { authenticate } from "../auth.ts";
 import { EndpointCreate } from "../endpoints/spec.ts";
 import type { Grading } from "../grading.ts";
-import { Description, ErrorResponses, GraderDetail, GraderKey, ProjectParams } from "../schemas.ts";
+import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
 import { graderExists, type Store } from "../store.ts";
 import { detail } from "./graders.ts";
 
@@ -21,9 +21,21 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
     {
       schema: {
         operationId: "graders.create.externalEndpoint",
+        tags: ["endpoints"],
+        summary: "Create an external endpoint grader",
+        description:
+          "A grader that calls a reward server speaking the reward-server protocol ({url}/score, /batch_score, /info, " +
+          "/metadata_schema). Its /info and /metadata_schema are read first: a server that does not answer them properly is " +
+          "refused with 422 VALIDATION_FAILED (check `endpoint`); an address the egress policy refuses with 422 EGRESS_DENIED.",
         params: ProjectParams,
-        body: EndpointCreate.extend({ key: GraderKey, description: Description }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: EndpointCreate.extend({
+          key: GraderKey.describe("the new grader's key, unique in the project"),
+          description: Description,
+        }).describe("an external endpoint grader: its key, its reward server's URL and how to call it"),
+        response: {
+          201: json("The created grader, with what the endpoint's /info said", GraderDetail),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "VALIDATION_FAILED", "EGRESS_DENIED"),
+        },
       },
     },
     async (req, reply) => {

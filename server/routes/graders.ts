@@ -13,10 +13,12 @@ import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import {
+  CHECKING,
   CombineMode,
   Description,
   DescriptionUpdate,
-  ErrorResponses,
+  errorResponses,
+  GRADING,
   GradeResult,
   Grader,
   GraderDetail,
@@ -25,12 +27,15 @@ import {
   GraderVersion,
   GraderVersionDetail,
   GradeScore,
+  IN_PROJECT,
+  json,
   MAX_SAMPLES,
   ProjectParams,
   Source,
   threadSchema,
   UpdateResult,
   VersionNumber,
+  WITH_BODY,
 } from "../schemas.ts";
 import { assertUpdatable, type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
@@ -94,7 +99,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
   const Samples = z
-    .array(z.object({ thread: Thread, expected: z.number().finite().optional() }))
+    .array(
+      z
+        .object({
+          thread: Thread,
+          expected: z.number().finite().optional().describe("the score the sample must get (within 1e-9); absent: any score"),
+        })
+        .describe("a sample thread, and the score it should get"),
+    )
     .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
     .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
 
@@ -153,9 +165,25 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.create.function",
+        tags: ["graders"],
+        summary: "Create a function grader",
+        description:
+          "Registers a function grader once five checks pass: syntax, structure, signature, execution, and test_run (which grades " +
+          "the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its " +
+          "`check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.",
         params: ProjectParams,
-        body: z.object({ key: GraderKey, source: Source, description: Description, samples: Samples.optional() }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: z
+          .object({
+            key: GraderKey.describe("the new grader's key, unique in the project"),
+            source: Source,
+            description: Description,
+            samples: Samples.optional(),
+          })
+          .describe("a function grader: its key, its source and optional sample threads"),
+        response: {
+          201: json("The created grader", GraderDetail),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", ...CHECKING),
+        },
       },
     },
     async (req, reply) => {
@@ -175,11 +203,33 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.validate",
+        tags: ["graders"],
+        summary: "Validate a source",
+        description:
+          "Runs the five checks on a source without storing anything and, given threads, grades them with it. A failing check " +
+          "answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`, as a create would.",
         params: ProjectParams,
-        body: z.object({ source: Source, threads: z.array(Thread).optional() }),
+        body: z
+          .object({
+            source: Source,
+            threads: z
+              .array(Thread)
+              .optional()
+              .describe("threads to grade with the source (at most maxBatchThreads): their results are returned"),
+          })
+          .describe("a source to check, and optional threads to grade with it"),
         response: {
-          200: z.object({ valid: z.literal(true), warnings: z.array(z.string()), results: z.array(GradeResult).optional() }),
-          ...ErrorResponses,
+          200: json(
+            "The source passes the five checks",
+            z
+              .object({
+                valid: z.literal(true).describe("always true: a failing check is a 422"),
+                warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
+                results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
+              })
+              .describe("the checks' verdict"),
+          ),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "BATCH_TOO_LARGE", ...CHECKING),
         },
       },
     },
@@ -195,12 +245,28 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.list",
+        tags: ["graders"],
+        summary: "List graders",
+        description:
+          "The project's graders of every kind, ordered by key, a page at a time: pass a page's nextCursor as the cursor of the " +
+          "next request until it is null.",
         params: ProjectParams,
         querystring: z.object({
-          limit: z.coerce.number().int().min(1).max(200).default(50),
-          cursor: z.string().max(128).default(""),
+          limit: z.coerce.number().int().min(1).max(200).default(50).describe("graders per page, 1 to 200"),
+          cursor: z.string().max(128).default("").describe("the previous page's nextCursor; empty: the first page"),
         }),
-        response: { 200: z.object({ data: z.array(Grader), nextCursor: z.string().nullable() }), ...ErrorResponses },
+        response: {
+          200: json(
+            "A page of graders",
+            z
+              .object({
+                data: z.array(Grader).describe("the page's graders, by key"),
+                nextCursor: z.string().nullable().describe("the cursor of the next page; null on the last page"),
+              })
+              .describe("a page of graders"),
+          ),
+          ...errorResponses(...IN_PROJECT),
+        },
       },
     },
     async (req) => {
@@ -213,7 +279,16 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.get(
     `${base}/:graderKey`,
-    { schema: { operationId: "graders.get", params: GraderParams, response: { 200: GraderDetail, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "graders.get",
+        tags: ["graders"],
+        summary: "Get a grader",
+        description: "One grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition.",
+        params: GraderParams,
+        response: { 200: json("The grader", GraderDetail), ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND") },
+      },
+    },
     async (req) => {
       return detail(store.mustGet(req.params.project, req.params.graderKey));
     },
@@ -224,9 +299,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.lock",
+        tags: ["graders"],
+        summary: "Lock or unlock a grader",
+        description: "A locked grader cannot be updated, restored or deleted (409 GRADER_LOCKED) until it is unlocked; it still grades.",
         params: GraderParams,
-        body: z.object({ locked: z.boolean() }),
-        response: { 200: Grader, ...ErrorResponses },
+        body: z.object({ locked: z.boolean().describe("true: lock the grader; false: unlock it") }).describe("the lock to set"),
+        response: {
+          200: json("The grader, locked or unlocked", Grader),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND"),
+        },
       },
     },
     async (req) => summary(store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
@@ -237,8 +318,13 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.release",
+        tags: ["graders"],
+        summary: "Release a grader from quarantine",
+        description:
+          "A grader that takes its sandbox worker down 3 times in 10 minutes is quarantined: it answers 423 GRADER_QUARANTINED. " +
+          "This lifts the quarantine and forgets the faults; fix the grader first (PUT), or it will be quarantined again.",
         params: GraderParams,
-        response: { 200: Grader, ...ErrorResponses },
+        response: { 200: json("The grader, out of quarantine", Grader), ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND") },
       },
     },
     async (req) => summary(store.release(req.params.project, req.params.graderKey)),
@@ -246,7 +332,21 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.delete(
     `${base}/:graderKey`,
-    { schema: { operationId: "graders.delete", params: GraderParams, response: { 204: z.null(), ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "graders.delete",
+        tags: ["graders"],
+        summary: "Delete a grader",
+        description:
+          "Deletes the grader and every version of it. A locked grader answers 409 GRADER_LOCKED (unlock it first); a part of " +
+          "a combined grader 409 GRADER_IN_USE, whose `usedBy` lists the graders to delete first.",
+        params: GraderParams,
+        response: {
+          204: z.null().describe("Deleted"),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "GRADER_LOCKED", "GRADER_IN_USE"),
+        },
+      },
+    },
     async (req, reply) => {
       const { id, ids } = store.delete(req.params.project, req.params.graderKey);
       pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
@@ -261,24 +361,38 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.create.combined",
+        tags: ["graders"],
+        summary: "Create a combined grader",
+        description:
+          "A grader whose score combines its parts' (function, judge or endpoint graders of the project; a function part may be " +
+          "pinned to a version). A part that is missing, combined, or has no such version answers 422 INVALID_COMPONENT; " +
+          "weighted mode needs a positive weight (400).",
         params: ProjectParams,
-        body: z.object({
-          key: GraderKey,
-          mode: CombineMode,
-          description: Description,
-          graders: z
-            .array(
-              z.object({
-                graderKey: GraderKey,
-                weight: z.number().finite().default(1),
-                name: z.string().min(1).max(128).optional(),
-                version: VersionNumber.optional().describe("pin the part to this version; absent: follow its current version"),
-              }),
-            )
-            .min(1, "a combined grader needs at least one part")
-            .max(64, "a combined grader has at most 64 parts"),
-        }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: z
+          .object({
+            key: GraderKey.describe("the new grader's key, unique in the project"),
+            mode: CombineMode,
+            description: Description,
+            graders: z
+              .array(
+                z
+                  .object({
+                    graderKey: GraderKey.describe("the part: a function, judge or endpoint grader of the project"),
+                    weight: z.number().finite().default(1).describe("the part's weight in weighted mode (negative: a penalty)"),
+                    name: z.string().min(1).max(128).optional().describe("the part's name in subscores; absent: its key"),
+                    version: VersionNumber.optional().describe("pin the part to this version; absent: follow its current version"),
+                  })
+                  .describe("one part"),
+              )
+              .min(1, "a combined grader needs at least one part")
+              .max(64, "a combined grader has at most 64 parts")
+              .describe("the parts, 1 to 64, in order"),
+          })
+          .describe("a combined grader: its key, how it combines, and its parts"),
+        response: {
+          201: json("The created grader", GraderDetail),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "INVALID_COMPONENT"),
+        },
       },
     },
     async (req, reply) => {
@@ -304,9 +418,29 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.grade",
+        tags: ["graders"],
+        summary: "Grade a thread",
+        description:
+          "Grades one thread with the grader (its current version, or `version`). The grader's failure is the response's: 422 " +
+          "(GRADER_ERROR with `line` and `column`, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did " +
+          "not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release).",
         params: GraderParams,
-        body: z.object({ thread: Thread, version: VersionNumber.optional().describe("grade with this version; absent: the current one") }),
-        response: { 200: GradeScore.extend({ durationMs: z.number(), version: z.number() }), ...ErrorResponses },
+        body: z
+          .object({
+            thread: Thread,
+            version: VersionNumber.optional().describe("grade with this version (function graders); absent: the current one"),
+          })
+          .describe("the thread to grade"),
+        response: {
+          200: json(
+            "The thread's score",
+            GradeScore.extend({
+              durationMs: z.number().describe("time spent grading, in milliseconds"),
+              version: z.number().describe("the version that graded"),
+            }).describe("the thread's score"),
+          ),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND", ...GRADING),
+        },
       },
     },
     async (req) => {
@@ -329,12 +463,39 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.gradeBatch",
+        tags: ["graders"],
+        summary: "Grade a batch of threads",
+        description:
+          "Grades many threads with the grader; each result is a score or that thread's error, in order, so one failing thread " +
+          "does not fail the batch. At most maxBatchThreads threads (GET /v1/limits): beyond, 413 BATCH_TOO_LARGE.",
         params: GraderParams,
-        body: z.object({
-          threads: z.array(Thread).min(1, "threads must hold at least one thread"),
-          version: VersionNumber.optional().describe("grade with this version; absent: the current one"),
-        }),
-        response: { 200: z.object({ results: z.array(GradeResult), durationMs: z.number(), version: z.number() }), ...ErrorResponses },
+        body: z
+          .object({
+            threads: z.array(Thread).min(1, "threads must hold at least one thread").describe("the threads to grade, in order"),
+            version: VersionNumber.optional().describe("grade with this version (function graders); absent: the current one"),
+          })
+          .describe("the threads to grade"),
+        response: {
+          200: json(
+            "Each thread's score or error",
+            z
+              .object({
+                results: z.array(GradeResult).describe("one per thread, in order"),
+                durationMs: z.number().describe("time spent grading, in milliseconds"),
+                version: z.number().describe("the version that graded"),
+              })
+              .describe("the batch's results"),
+          ),
+          ...errorResponses(
+            ...IN_PROJECT,
+            ...WITH_BODY,
+            "BATCH_TOO_LARGE",
+            "GRADER_NOT_FOUND",
+            "VERSION_NOT_FOUND",
+            "GRADER_QUARANTINED",
+            "SANDBOX_UNAVAILABLE",
+          ),
+        },
       },
     },
     async (req) => {
@@ -396,28 +557,48 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     {
       schema: {
         operationId: "graders.update",
+        tags: ["graders", "versions"],
+        summary: "Update a function grader",
+        description:
+          "Checks a new source as a create does, then stores it as the next version and reports each sample whose score " +
+          "changes; `dryRun` checks and reports without storing. A locked grader answers 409 GRADER_LOCKED, a concurrent update " +
+          "409 GRADER_CONFLICT (retry), another kind of grader 400.",
         params: GraderParams,
-        body: z.object({
-          source: Source,
-          description: DescriptionUpdate,
-          samples: Samples.optional(),
-          dryRun: z.boolean().optional().describe("check and report, store nothing"),
-        }),
-        response: { 200: UpdateResult, ...ErrorResponses },
+        body: z
+          .object({
+            source: Source.describe("the new source"),
+            description: DescriptionUpdate,
+            samples: Samples.optional().describe("the new samples; absent: the current version's"),
+            dryRun: z.boolean().optional().describe("check and report, store nothing"),
+          })
+          .describe("the new version's source, and optionally its description and samples"),
+        response: {
+          200: json("The updated grader (the current one for a dry run) and the samples report", UpdateResult),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "GRADER_LOCKED", "GRADER_CONFLICT", ...CHECKING),
+        },
       },
     },
     async (req) => updateSource(req.params.project, req.params.graderKey, req.body),
   );
 
-  const VersionParams = GraderParams.extend({ version: VersionNumber });
+  const VersionParams = GraderParams.extend({ version: VersionNumber.describe("a version number: 1 to the grader's current version") });
 
   app.get(
     `${base}/:graderKey/versions`,
     {
       schema: {
         operationId: "graders.versions.list",
+        tags: ["versions"],
+        summary: "List a grader's versions",
+        description: "Every stored version of the grader, from version 1, without their sources (GET …/versions/{version} has one's).",
         params: GraderParams,
-        response: { 200: z.object({ data: z.array(GraderVersion) }), ...ErrorResponses },
+        response: {
+          200: json(
+            "The grader's versions",
+            z.object({ data: z.array(GraderVersion).describe("the versions, oldest first") }).describe("the grader's versions"),
+          ),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
+        },
       },
     },
     async (req) => ({ data: store.versions(req.params.project, req.params.graderKey) }),
@@ -425,7 +606,19 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.get(
     `${base}/:graderKey/versions/:version`,
-    { schema: { operationId: "graders.versions.get", params: VersionParams, response: { 200: GraderVersionDetail, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "graders.versions.get",
+        tags: ["versions"],
+        summary: "Get a version",
+        description: "One stored version of the grader, with its source. A version past the current one answers 404 VERSION_NOT_FOUND.",
+        params: VersionParams,
+        response: {
+          200: json("The version", GraderVersionDetail),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND"),
+        },
+      },
+    },
     async (req) => {
       const { version, description, sourceSha256, warnings, createdAt, source } = store.mustGetVersion(
         req.params.project,
@@ -438,7 +631,30 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
 
   app.post(
     `${base}/:graderKey/versions/:version/restore`,
-    { schema: { operationId: "graders.versions.restore", params: VersionParams, response: { 200: UpdateResult, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "graders.versions.restore",
+        tags: ["versions"],
+        summary: "Restore a version",
+        description:
+          "Stores an old version's source and description as the next version, after the checks and the samples report of an " +
+          "update: the current samples must pass (422 VALIDATION_FAILED otherwise). A locked grader answers 409 GRADER_LOCKED.",
+        params: VersionParams,
+        response: {
+          200: json("The grader at its new version, and the samples report", UpdateResult),
+          ...errorResponses(
+            ...IN_PROJECT,
+            "GRADER_NOT_FOUND",
+            "VERSION_NOT_FOUND",
+            "GRADER_LOCKED",
+            "GRADER_CONFLICT",
+            "VALIDATION_FAILED",
+            "VALIDATION_RATE_LIMITED",
+            "SANDBOX_UNAVAILABLE",
+          ),
+        },
+      },
+    },
     async (req) => {
       const { project, graderKey, version } = req.params;
       const old = store.mustGetVersion(project, graderKey, version);

@@ -26,13 +26,16 @@ import {
 import { type CompiledTemplate, TemplateError } from "../judges/template.ts";
 import {
   Description,
-  ErrorResponses,
+  errorResponses,
   GraderDetail,
   GraderKey,
   GraderParams,
+  IN_PROJECT,
+  json,
   MAX_SAMPLES,
   ProjectParams,
   threadSchema,
+  WITH_BODY,
 } from "../schemas.ts";
 import type { Store } from "../store.ts";
 import { detail } from "./graders.ts";
@@ -43,7 +46,13 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
   app.addHook("onRequest", authenticate(store.keys));
   const Thread = threadSchema(config);
   const base = "/v1/projects/:project/graders";
-  const common = { key: GraderKey, judgeModel: ModelKey.describe("the key of one of the project's models"), description: Description };
+  const common = {
+    key: GraderKey.describe("the new grader's key, unique in the project"),
+    judgeModel: ModelKey.describe("the key of one of the project's models (POST …/models): the model that judges"),
+    description: Description,
+  };
+  /** What creating a judge can answer: its model must exist, its key must be free. */
+  const creating = [...IN_PROJECT, ...WITH_BODY, "MODEL_NOT_FOUND", "GRADER_EXISTS"] as const;
 
   /** A binary judge's template must compile and render on every sample thread (or on the built-in one). */
   function checkTemplate(spec: BinaryJudgeSpec, samples: readonly WireThread[]): void {
@@ -84,19 +93,27 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     {
       schema: {
         operationId: "graders.create.binaryJudge",
+        tags: ["judges"],
+        summary: "Create a binary judge",
+        description:
+          "A judge grader whose model decides whether a completion meets `criteria`: PASS scores 1, FAIL 0. The prompt is ours " +
+          "or your Handlebars `template`, which must render on the samples (or a built-in thread), else 422 VALIDATION_FAILED " +
+          "with check `template`; no model is called. An unknown judgeModel answers 404 MODEL_NOT_FOUND.",
         params: ProjectParams,
-        body: z.object({
-          ...common,
-          criteria: BinaryJudge.shape.criteria,
-          template: BinaryJudge.shape.template,
-          templateVariables: BinaryJudge.shape.templateVariables,
-          samples: z
-            .array(z.object({ thread: Thread }))
-            .max(MAX_SAMPLES)
-            .optional()
-            .describe("threads the template must render on (instead of the built-in one); no model is called"),
-        }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: z
+          .object({
+            ...common,
+            criteria: BinaryJudge.shape.criteria,
+            template: BinaryJudge.shape.template,
+            templateVariables: BinaryJudge.shape.templateVariables,
+            samples: z
+              .array(z.object({ thread: Thread }))
+              .max(MAX_SAMPLES)
+              .optional()
+              .describe("threads the template must render on (instead of the built-in one); no model is called"),
+          })
+          .describe("a binary judge: its model, its criteria and optionally its own prompt template"),
+        response: { 201: json("The created judge grader", GraderDetail), ...errorResponses(...creating, "VALIDATION_FAILED") },
       },
     },
     async (req, reply) => {
@@ -117,9 +134,16 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     {
       schema: {
         operationId: "graders.create.prebuiltJudge",
+        tags: ["judges"],
+        summary: "Create a pre-built judge",
+        description:
+          "A judge grader for a pre-built metric (FAITHFULNESS, CONTEXT_RELEVANCY or ANSWER_RELEVANCY) that the project's model " +
+          "`judgeModel` scores from 0 to 1. An unknown judgeModel answers 404 MODEL_NOT_FOUND.",
         params: ProjectParams,
-        body: z.object({ ...common, type: PrebuiltJudge.shape.metric }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: z
+          .object({ ...common, type: PrebuiltJudge.shape.metric.describe("the metric the judge scores") })
+          .describe("a pre-built judge: its model and its metric"),
+        response: { 201: json("The created judge grader", GraderDetail), ...errorResponses(...creating) },
       },
     },
     async (req, reply) => {
@@ -134,14 +158,22 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     {
       schema: {
         operationId: "graders.create.rubricJudge",
+        tags: ["judges"],
+        summary: "Create a rubric judge",
+        description:
+          "A judge grader whose model assesses each criterion of a rubric; the score is the criteria's weighted mean (negative " +
+          "weights are penalties). `cannotAssess` decides how a criterion the model cannot assess counts. An unknown judgeModel " +
+          "answers 404 MODEL_NOT_FOUND.",
         params: ProjectParams,
-        body: z.object({
-          ...common,
-          criteria: RubricJudge.shape.criteria,
-          cannotAssess: RubricJudge.shape.cannotAssess,
-          partialCredit: RubricJudge.shape.partialCredit,
-        }),
-        response: { 201: GraderDetail, ...ErrorResponses },
+        body: z
+          .object({
+            ...common,
+            criteria: RubricJudge.shape.criteria,
+            cannotAssess: RubricJudge.shape.cannotAssess,
+            partialCredit: RubricJudge.shape.partialCredit,
+          })
+          .describe("a rubric judge: its model and its criteria"),
+        response: { 201: json("The created judge grader", GraderDetail), ...errorResponses(...creating) },
       },
     },
     async (req, reply) => {
@@ -156,11 +188,32 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     {
       schema: {
         operationId: "graders.prompt",
+        tags: ["judges"],
+        summary: "Show a judge's prompt",
+        description:
+          "The messages a judge grader would send its model for the thread (its first request); nothing is sent. Another kind of " +
+          "grader answers 400; a template that fails on the thread 422 GRADER_ERROR; a thread the judge cannot grade 422 INVALID_THREAD.",
         params: GraderParams,
-        body: z.object({ thread: Thread }),
+        body: z.object({ thread: Thread }).describe("the thread to render the prompt for"),
         response: {
-          200: z.object({ messages: z.array(z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() })) }),
-          ...ErrorResponses,
+          200: json(
+            "The prompt",
+            z
+              .object({
+                messages: z
+                  .array(
+                    z
+                      .object({
+                        role: z.enum(["system", "user", "assistant"]).describe("the message's role"),
+                        content: z.string().describe("its text"),
+                      })
+                      .describe("one chat message"),
+                  )
+                  .describe("the chat messages, in order"),
+              })
+              .describe("the judge's first request to its model"),
+          ),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "GRADER_ERROR", "INVALID_THREAD"),
         },
       },
     },

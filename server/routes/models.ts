@@ -8,10 +8,10 @@ import { EgressDeniedError, type EgressPolicy } from "../egress.ts";
 import { AppError } from "../errors.ts";
 import type { Judges } from "../judges/judges.ts";
 import { Model, ModelCreate, ModelKey, type ModelRow } from "../judges/spec.ts";
-import { ErrorResponses, ProjectParams } from "../schemas.ts";
+import { errorResponses, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
-const ModelParams = ProjectParams.extend({ modelKey: ModelKey });
+const ModelParams = ProjectParams.extend({ modelKey: ModelKey.describe("the model's key, unique in its project") });
 
 const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 
@@ -23,7 +23,23 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
 
   app.post(
     base,
-    { schema: { operationId: "models.create", params: ProjectParams, body: ModelCreate, response: { 201: Model, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "models.create",
+        tags: ["models"],
+        summary: "Register a judge model",
+        description:
+          "Registers an OpenAI-compatible chat-completions model the project's judges may call. Its API key is named by a server " +
+          "environment variable (apiKeyEnv, GRADEBOX_SECRET_…), never sent or stored. An address the egress policy refuses " +
+          "answers 422 EGRESS_DENIED (the operator allows private ones with GRADEBOX_EGRESS_ALLOW); a taken key 409 MODEL_EXISTS.",
+        params: ProjectParams,
+        body: ModelCreate,
+        response: {
+          201: json("The registered model", Model),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "EGRESS_DENIED", "MODEL_EXISTS"),
+        },
+      },
+    },
     async (req, reply) => {
       const body = req.body;
       if (body.apiKeyEnv && !process.env[body.apiKeyEnv]) {
@@ -50,8 +66,17 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
     {
       schema: {
         operationId: "models.list",
+        tags: ["models"],
+        summary: "List judge models",
+        description: "Every judge model registered in the project.",
         params: ProjectParams,
-        response: { 200: z.object({ data: z.array(Model) }), ...ErrorResponses },
+        response: {
+          200: json(
+            "The project's models",
+            z.object({ data: z.array(Model).describe("the models, by key") }).describe("the project's models"),
+          ),
+          ...errorResponses(...IN_PROJECT),
+        },
       },
     },
     async (req) => ({ data: store.listModels(req.params.project).map(view) }),
@@ -59,13 +84,32 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
 
   app.get(
     `${base}/:modelKey`,
-    { schema: { operationId: "models.get", params: ModelParams, response: { 200: Model, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "models.get",
+        tags: ["models"],
+        summary: "Get a judge model",
+        description: "One judge model of the project (without any secret). An unknown key answers 404 MODEL_NOT_FOUND.",
+        params: ModelParams,
+        response: { 200: json("The model", Model), ...errorResponses(...IN_PROJECT, "MODEL_NOT_FOUND") },
+      },
+    },
     async (req) => view(store.mustGetModel(req.params.project, req.params.modelKey)),
   );
 
   app.delete(
     `${base}/:modelKey`,
-    { schema: { operationId: "models.delete", params: ModelParams, response: { 204: z.null(), ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "models.delete",
+        tags: ["models"],
+        summary: "Delete a judge model",
+        description:
+          "Deletes a model no grader uses; a model a judge grader uses answers 409 MODEL_IN_USE, whose `usedBy` lists the graders to delete first.",
+        params: ModelParams,
+        response: { 204: z.null().describe("Deleted"), ...errorResponses(...IN_PROJECT, "MODEL_NOT_FOUND", "MODEL_IN_USE") },
+      },
+    },
     async (req, reply) => {
       judges.forget(store.deleteModel(req.params.project, req.params.modelKey));
       return reply.code(204).send(null);

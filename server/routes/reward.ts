@@ -13,31 +13,47 @@ import type { Config } from "../config.ts";
 import { RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
-import { ErrorResponses, GraderParams, MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
+import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
-const Id = z.union([z.string().max(256), z.number().int()]).optional();
-const RewardOut = z.object({ reward: z.number(), metadata: z.record(z.string(), z.unknown()), id: Id });
+const Id = z
+  .union([z.string().max(256), z.number().int()])
+  .optional()
+  .describe("the caller's id for the request, echoed in its response");
+const RewardOut = z
+  .object({
+    reward: z.number().describe("the grader's score"),
+    metadata: z.record(z.string(), z.unknown()).describe("what the grader returned besides the score"),
+    id: Id,
+  })
+  .describe("one request's reward");
 
 export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.keys));
   const Turn = RewardTurn.extend({
-    content: z.string().max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`),
-  });
-  const Request = z.strictObject({
-    turns: z
-      .array(Turn)
-      .min(1, "a thread needs at least one turn")
-      .max(config.maxTurns, `at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`),
-    metadata: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .optional()
-      .refine((m) => !m || !nestsDeeperThan(m, MAX_METADATA_DEPTH), `metadata nests more than ${MAX_METADATA_DEPTH} levels`),
-    id: Id,
-  });
+    content: z
+      .string()
+      .max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`)
+      .describe("what was said"),
+  }).describe("one turn of the conversation");
+  const Request = z
+    .strictObject({
+      turns: z
+        .array(Turn)
+        .min(1, "a thread needs at least one turn")
+        .max(config.maxTurns, `at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
+        .describe("the conversation, in order"),
+      metadata: z
+        .record(z.string(), z.unknown())
+        .nullable()
+        .optional()
+        .refine((m) => !m || !nestsDeeperThan(m, MAX_METADATA_DEPTH), `metadata nests more than ${MAX_METADATA_DEPTH} levels`)
+        .describe("the thread's metadata (null: none); an endpoint grader checks it against its metadata schema"),
+      id: Id,
+    })
+    .describe("one reward-server protocol request: a conversation to score (no other fields)");
   const base = "/v1/projects/:project/graders/:graderKey/reward";
 
   async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>, route: "grade" | "grade-batch") {
@@ -61,8 +77,23 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
     {
       schema: {
         operationId: "reward.info",
+        tags: ["reward"],
+        summary: "Reward server: info",
+        description: "The reward-server protocol's /info for the grader: its current version, its key and its description.",
         params: GraderParams,
-        response: { 200: z.object({ version: z.string(), name: z.string(), description: z.string() }), ...ErrorResponses },
+        response: {
+          200: json(
+            "The grader's info",
+            z
+              .object({
+                version: z.string().describe("the grader's current version"),
+                name: z.string().describe("the grader's key"),
+                description: z.string().describe("the grader's description"),
+              })
+              .describe("what the reward server is"),
+          ),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
+        },
       },
     },
     async (req) => {
@@ -76,8 +107,15 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
     {
       schema: {
         operationId: "reward.metadataSchema",
+        tags: ["reward"],
+        summary: "Reward server: metadata schema",
+        description:
+          'The JSON schema a request\'s metadata must match: an external endpoint grader\'s (as its endpoint gave it), otherwise {"type": "object"}.',
         params: GraderParams,
-        response: { 200: z.record(z.string(), z.unknown()), ...ErrorResponses },
+        response: {
+          200: json("The metadata's JSON schema", z.record(z.string(), z.unknown()).describe("a JSON schema")),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
+        },
       },
     },
     async (req) => {
@@ -89,7 +127,22 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
 
   app.post(
     `${base}/score`,
-    { schema: { operationId: "reward.score", params: GraderParams, body: Request, response: { 200: RewardOut, ...ErrorResponses } } },
+    {
+      schema: {
+        operationId: "reward.score",
+        tags: ["reward"],
+        summary: "Reward server: score",
+        description:
+          "Scores one reward-server protocol request with the grader. The grader's failure is the response's, as for …/grade: " +
+          "422 (GRADER_ERROR, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did not answer.",
+        params: GraderParams,
+        body: Request,
+        response: {
+          200: json("The request's reward", RewardOut),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", ...GRADING),
+        },
+      },
+    },
     async (req) => {
       const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body], "grade");
       return answer(outcome, req.body);
@@ -101,11 +154,28 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
     {
       schema: {
         operationId: "reward.batchScore",
+        tags: ["reward"],
+        summary: "Reward server: batch score",
+        description:
+          "Scores a batch of reward-server protocol requests (at most maxBatchThreads), answered in order. The protocol has no " +
+          "per-item error: a request that fails makes the response that request's error (422 or 502), with its `index`.",
         params: GraderParams,
-        body: z.strictObject({
-          requests: z.array(Request).min(1).max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`),
-        }),
-        response: { 200: z.object({ responses: z.array(RewardOut) }), ...ErrorResponses },
+        body: z
+          .strictObject({
+            requests: z
+              .array(Request)
+              .min(1)
+              .max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`)
+              .describe("the requests, in order"),
+          })
+          .describe("a batch of reward-server protocol requests"),
+        response: {
+          200: json(
+            "Each request's reward",
+            z.object({ responses: z.array(RewardOut).describe("one per request, in order") }).describe("the batch's rewards"),
+          ),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", ...GRADING),
+        },
       },
     },
     async (req) => {

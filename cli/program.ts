@@ -1,0 +1,313 @@
+// The gradebox command's client side: every command that talks to a running server over HTTP,
+// through the SDK. It imports nothing of the server (serve and keys, which open the database,
+// are added by server-commands.ts), so it can be bundled into a package of its own
+// (client-main.ts is that package's entry point).
+
+import { type Command, InvalidArgumentError } from "commander";
+import { createTwoFilesPatch } from "diff";
+import {
+  ConflictError,
+  GraderRuntimeError,
+  type GraderWithSource,
+  type JudgeDefinition,
+  type Sample,
+  type UpdateResult,
+  type WireThread,
+} from "../sdk/index.ts";
+import {
+  type ApiOptions,
+  caret,
+  client,
+  EXIT_FAILED,
+  EXIT_STATUS_HELP,
+  fail,
+  GradeboxCommand,
+  parseJson,
+  printJson,
+  readInput,
+  readThreadOption,
+  run,
+  wholeNumber,
+  withApiOptions,
+} from "./api.ts";
+import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
+import { gradeFile } from "./grade-file.ts";
+import { addJudgeCommands } from "./judges.ts";
+
+/** A judge's definition, as `get` shows it. */
+function describeJudge(j: JudgeDefinition): string {
+  const head = `  ${j.type} judge, model ${j.model}`;
+  if (j.type === "prebuilt") return `${head}: ${j.metric}`;
+  if (j.type === "binary") {
+    const vars = Object.entries(j.templateVariables ?? {}).map(([k, v]) => `\n  var ${k}=${v}`);
+    return `${head}\n  criteria: ${j.criteria}${vars.join("")}${j.template ? `\n\n${j.template}` : ""}`;
+  }
+  const criteria = j.criteria.map(
+    (c) =>
+      `\n  ${String(c.weight).padStart(4)}  ${c.name}: ${c.requirement}${c.options ? ` [${c.options.map((o) => `${o.label}=${o.value}`).join(", ")}]` : ""}`,
+  );
+  return `${head}, cannot assess: ${j.cannotAssess}${j.cannotAssess === "partial" ? ` (${j.partialCredit})` : ""}${criteria.join("")}`;
+}
+
+/** A grader reference, `key` or `key@version`. */
+interface Ref {
+  key: string;
+  version?: number;
+}
+
+/** The argument parser of a `key` or `key@version` argument: a bad version is an argument error. */
+function parseRef(ref: string): Ref {
+  const at = ref.lastIndexOf("@");
+  if (at < 0) return { key: ref };
+  const version = Number(ref.slice(at + 1));
+  if (!/^\d+$/.test(ref.slice(at + 1)) || !Number.isSafeInteger(version) || version < 1)
+    throw new InvalidArgumentError("the version after @ must be a whole number from 1");
+  return { key: ref.slice(0, at), version };
+}
+
+/** A JSONL file, one JSON value per line; a line that is not JSON is a usage error naming its number. */
+async function readJsonl(path: string): Promise<unknown[]> {
+  const text = await readInput(path);
+  return text
+    .split("\n")
+    .map((l, i) => [l, i] as const)
+    .filter(([l]) => l.trim())
+    .map(([l, i]) => parseJson(l, `${path} line ${i + 1}`));
+}
+
+/**
+ * The gradebox program with every client command (all but serve and keys). Settings that
+ * subcommands must share live in GradeboxCommand, so commands added later get them too.
+ */
+export function clientProgram(): Command {
+  const program = new GradeboxCommand()
+    .name("gradebox")
+    .description(
+      "Function, judge and endpoint graders: register, validate and run async grade(thread) functions in a sandbox, AI judges, or external reward servers.",
+    )
+    .addHelpText("after", `\n${EXIT_STATUS_HELP}`);
+
+  /** A top-level command with the options every API command takes. */
+  const api = (name: string, description: string): Command => withApiOptions(program.command(name).description(description));
+
+  api("push", "validate a grader file and store it: creates the grader, or a new version when the key exists")
+    .argument("<file>", "a .ts or .js file with an async grade(thread) function")
+    .requiredOption("-k, --key <key>", "the grader key")
+    .option("-d, --description <text>", "what it scores (on an update, absent keeps the current one)")
+    .option("-s, --samples <jsonl>", "sample threads the grader carries, one {thread, expected?} per line (test_run grades them)")
+    .option("--dry-run", "for an existing key: check the new source and report how the samples' scores change, store nothing")
+    .action(async (file: string, opts: ApiOptions & { key: string; description?: string; samples?: string; dryRun?: boolean }) => {
+      const source = await readInput(file);
+      const samples = opts.samples ? ((await readJsonl(opts.samples)) as Sample[]) : undefined;
+      await run(
+        opts,
+        async () => {
+          const graders = client(opts).graders;
+          const update = () => graders.update({ graderKey: opts.key, source, description: opts.description, samples, dryRun: opts.dryRun });
+          let result: GraderWithSource & Partial<UpdateResult>;
+          let created = false;
+          if (opts.dryRun) result = await update();
+          else {
+            result = await graders.create.function({ key: opts.key, source, description: opts.description ?? "", samples }).then(
+              (g) => {
+                created = true;
+                return g;
+              },
+              (error) => {
+                if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
+                return update();
+              },
+            );
+          }
+          if (opts.json) return printJson(result);
+          if (created) console.log(`✓ created ${result.key} (version 1)`);
+          else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
+          else console.log(`✓ updated ${result.key} to version ${result.version}`);
+          for (const w of result.warnings) console.log(`  warning: ${w}`);
+          const report = result.report;
+          if (report && report.samples > 0) {
+            console.log(`  samples: ${report.samples}, ${report.changed.length} changed`);
+            for (const c of report.changed) console.log(`    sample ${c.index}: ${c.before} → ${c.after}`);
+          }
+        },
+        source,
+      );
+    });
+
+  api("versions", "list a grader's versions")
+    .argument("<key>", "the grader key")
+    .action((key: string, opts: ApiOptions) =>
+      run(opts, async () => {
+        const graders = client(opts).graders;
+        const [versions, current] = await Promise.all([graders.versions.list({ graderKey: key }), graders.get({ graderKey: key })]);
+        if (opts.json) return printJson(versions);
+        for (const v of versions) {
+          const mark = v.version === current.version ? "*" : " ";
+          console.log(`${mark} ${String(v.version).padStart(4)}  ${v.createdAt}  ${v.sourceSha256.slice(0, 12)}  ${v.description}`);
+        }
+      }),
+    );
+
+  api("diff", "show what changed between two versions of a grader (a unified diff of their sources)")
+    .argument("<from>", "key@version", parseRef)
+    .argument("<to>", "key@version, or key for the current version", parseRef)
+    .action((from: Ref, to: Ref, opts: ApiOptions) =>
+      run(opts, async () => {
+        const graders = client(opts).graders;
+        const sourceOf = async ({ key, version }: Ref) => {
+          if (version !== undefined)
+            return { label: `${key}@${version}`, source: (await graders.versions.get({ graderKey: key, version })).source };
+          const current = await graders.get({ graderKey: key });
+          return { label: `${key}@${current.version}`, source: current.source ?? "" };
+        };
+        const [a, b] = await Promise.all([sourceOf(from), sourceOf(to)]);
+        const patch = createTwoFilesPatch(a.label, b.label, a.source, b.source, undefined, undefined, { context: 3 });
+        if (opts.json) return printJson({ from: a.label, to: b.label, patch });
+        process.stdout.write(patch);
+      }),
+    );
+
+  api("test", "run the five checks on a file and grade sample threads, without saving")
+    .argument("<file>", "a .ts or .js grader file")
+    .option("-t, --threads <jsonl>", "threads to grade, one JSON thread per line")
+    .action(async (file: string, opts: ApiOptions & { threads?: string }) => {
+      const source = await readInput(file);
+      const threads = opts.threads ? ((await readJsonl(opts.threads)) as WireThread[]) : undefined;
+      await run(
+        opts,
+        async () => {
+          const res = await client(opts).graders.validate({ source, threads });
+          if (opts.json) return printJson(res);
+          console.log("✓ all five checks passed");
+          for (const w of res.warnings) console.log(`  warning: ${w}`);
+          for (const [i, r] of (res.results ?? []).entries()) {
+            const at = "error" in r && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
+            console.log(
+              `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}${at}`}`,
+            );
+            if ("error" in r && r.error.line !== undefined) console.log(caret(source, r.error.line, r.error.column, "      "));
+          }
+        },
+        source,
+      );
+    });
+
+  api("ls", "list the project's graders").action((opts: ApiOptions) =>
+    run(opts, async () => {
+      const graders = await client(opts).graders.list();
+      if (opts.json) return printJson(graders);
+      if (graders.length === 0) return console.log("no graders");
+      for (const g of graders) {
+        const flags = [g.locked ? "locked" : "", g.quarantinedAt ? "quarantined" : ""].filter(Boolean).join(",");
+        console.log(`${g.key.padEnd(28)} ${g.kind.padEnd(9)} ${flags.padEnd(12)} ${g.description}`);
+      }
+    }),
+  );
+
+  api("get", "show one grader with its source")
+    .argument("<key>", "the grader key")
+    .action((key: string, opts: ApiOptions) =>
+      run(opts, async () => {
+        const g = await client(opts).graders.get({ graderKey: key });
+        if (opts.json) return printJson(g);
+        console.log(
+          `${g.key} (${g.kind}, version ${g.version}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`,
+        );
+        for (const w of g.warnings) console.log(`warning: ${w}`);
+        if (g.parts) {
+          for (const p of g.parts) console.log(`  part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`);
+        }
+        if (g.judge) console.log(describeJudge(g.judge));
+        if (g.endpoint) console.log(describeEndpoint(g.endpoint));
+        if (g.source !== undefined) console.log(`\n${g.source}`);
+      }),
+    );
+
+  for (const [name, locked] of [
+    ["lock", true],
+    ["unlock", false],
+  ] as const) {
+    api(name, locked ? "lock a grader (it cannot be deleted while locked)" : "unlock a grader")
+      .argument("<key>", "the grader key")
+      .action((key: string, opts: ApiOptions) =>
+        run(opts, async () => {
+          const g = await client(opts).graders.lock({ graderKey: key, locked });
+          if (opts.json) return printJson(g);
+          console.log(`✓ ${key} ${locked ? "locked" : "unlocked"}`);
+        }),
+      );
+  }
+
+  api("rm", "delete a grader (refused while locked or used by a combined grader)")
+    .argument("<key>", "the grader key")
+    .action((key: string, opts: ApiOptions) =>
+      run(opts, async () => {
+        await client(opts).graders.delete({ graderKey: key });
+        if (opts.json) return printJson({ deleted: key });
+        console.log(`✓ deleted ${key}`);
+      }),
+    );
+
+  api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads) with a grader")
+    .argument("<key>", "the grader key, or key@version to grade with that version", parseRef)
+    .option("--thread <json>", "one thread {turns: [{role, content}], metadata?}: inline JSON (starting with {), or a file holding it")
+    .option("--threads <jsonl>", "a JSONL file of threads, streamed in batches; exits 1 when any line failed")
+    .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")
+    .option("--batch <n>", "threads per request", wholeNumber, 256)
+    .action(
+      async (
+        { key, version }: Ref,
+        opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number },
+        command: Command,
+      ) => {
+        if (!opts.thread === !opts.threads) command.error("error: pass exactly one of --thread <json> or --threads <jsonl>");
+        if (opts.thread) {
+          const thread = (await readThreadOption(opts.thread)) as WireThread;
+          return run(opts, async () => {
+            const res = await client(opts)
+              .graders.grade({ graderKey: key, thread, version })
+              .catch(async (error) => {
+                if (!(error instanceof GraderRuntimeError) || error.line === undefined || opts.json) throw error;
+                // the caret goes under the source of the version that graded it
+                const graded = typeof error.body.version === "number" ? error.body.version : version;
+                const graders = client(opts).graders;
+                const source = await (graded === undefined
+                  ? graders.get({ graderKey: key }).then((g) => g.source)
+                  : graders.versions.get({ graderKey: key, version: graded }).then((v) => v.source)
+                ).catch(() => undefined);
+                return fail(error, opts, source);
+              });
+            return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
+          });
+        }
+        return run(opts, async () => {
+          const summary = await gradeFile(client(opts), key, {
+            threads: opts.threads as string,
+            out: opts.out,
+            batch: opts.batch,
+            quiet: !!opts.json,
+            version,
+          });
+          // stdout carries the results when there is no --out, and under --json always (so it is
+          // JSONL, or empty): the summary goes to stderr then
+          if (opts.json) console.error(JSON.stringify({ summary }));
+          else {
+            const line =
+              `graded ${summary.count}: ${summary.scored} scored (mean ${summary.mean?.toFixed(4) ?? "-"}, min ${summary.min ?? "-"}, max ${summary.max ?? "-"})` +
+              (Object.keys(summary.errors).length
+                ? `; errors ${Object.entries(summary.errors)
+                    .map(([c, n]) => `${c} ${n}`)
+                    .join(", ")}`
+                : "");
+            if (opts.out) console.log(line);
+            else console.error(line);
+          }
+          if (summary.scored < summary.count) process.exitCode = EXIT_FAILED;
+        });
+      },
+    );
+
+  addJudgeCommands(program);
+  addEndpointCommands(program);
+  return program;
+}

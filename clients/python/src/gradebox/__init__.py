@@ -1,0 +1,98 @@
+"""Gradebox: a Python client for function graders (standard library only).
+
+from gradebox import Gradebox
+client = Gradebox()  # GRADEBOX_URL, GRADEBOX_PROJECT, GRADEBOX_API_KEY
+client.graders.grade("exact-match", {"turns": [...], "metadata": {...}})
+
+reward_fn = gradebox.reward_function("exact-match")  # for TRL's GRPOTrainer(reward_funcs=...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._version import __version__
+from .client import Gradebox, Graders
+from .errors import (
+    GRADE_ERROR_CODES,
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    GradeboxError,
+    GraderRuntimeError,
+    GraderValidationError,
+    InternalServerError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+from .reward import OnError, RewardFunction, build_threads
+from .types import (
+    GradeBatchResponse,
+    Grader,
+    GradeResponse,
+    GradeResult,
+    GraderPage,
+    GraderWithSource,
+    GradeScore,
+    Limits,
+    Thread,
+    Turn,
+)
+
+__all__ = [
+    "GRADE_ERROR_CODES",
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "GradeBatchResponse",
+    "GradeResponse",
+    "GradeResult",
+    "GradeScore",
+    "Gradebox",
+    "GradeboxError",
+    "Grader",
+    "GraderPage",
+    "GraderRuntimeError",
+    "GraderValidationError",
+    "GraderWithSource",
+    "Graders",
+    "InternalServerError",
+    "Limits",
+    "NotFoundError",
+    "OnError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RewardFunction",
+    "Thread",
+    "Turn",
+    "UnprocessableEntityError",
+    "__version__",
+    "build_threads",
+    "reward_function",
+]
+
+
+def reward_function(
+    key: str,
+    client: Gradebox | None = None,
+    *,
+    version: int | None = None,
+    on_error: OnError = "raise",
+    columns: Sequence[str] | None = None,
+    name: str | None = None,
+) -> RewardFunction:
+    """``client.reward_function(key, …)``, with a client built from the environment
+    (GRADEBOX_URL, GRADEBOX_PROJECT, GRADEBOX_API_KEY) when none is given."""
+    return (client if client is not None else Gradebox()).reward_function(
+        key, version=version, on_error=on_error, columns=columns, name=name
+    )

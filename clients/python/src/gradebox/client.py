@@ -1,0 +1,410 @@
+"""The Gradebox client: resources over HTTP, with timeouts, retries where a repeat is safe
+(backoff with jitter, honouring retry-after) and typed errors. Mirrors sdk/client.ts."""
+
+from __future__ import annotations
+
+import builtins
+import email.utils
+import http.client
+import json
+import os
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ._transport import StaleConnection, Transport
+from ._version import __version__
+from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, error_from_response
+from .types import GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Thread
+
+if TYPE_CHECKING:
+    from .reward import OnError, RewardFunction
+
+__all__ = ["Gradebox", "Graders"]
+
+RETRY_STATUS = frozenset({408, 429, 502, 503, 504})
+DEFAULT_URL = "http://127.0.0.1:8787"
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before retry ``attempt`` (0-based): 0.5 s doubling to at most 8 s, ±25 % jitter."""
+    return min(8.0, 0.5 * 2.0**attempt) * (0.75 + random.random() * 0.5)
+
+
+def _retry_after(header: str | None) -> float | None:
+    """retry-after as seconds (a number or an HTTP date), within [0, 60]."""
+    if not header:
+        return None
+    try:
+        seconds = float(header)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), 60.0)
+
+
+def _dumps(value: object) -> bytes:
+    # allow_nan=False: NaN and Infinity are not JSON; refuse them here rather than send them
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def to_wire(thread: Mapping[str, Any]) -> Thread:
+    """A thread as the API takes it: ``turns``, and ``metadata`` unless it is absent or None."""
+    if not isinstance(thread, Mapping) or "turns" not in thread:
+        raise TypeError(f'a thread is a dict {{"turns": [{{"role", "content"}}], "metadata": {{...}}}}, not {thread!r:.200}')
+    wire: dict[str, Any] = {"turns": thread["turns"]}
+    if thread.get("metadata") is not None:
+        wire["metadata"] = thread["metadata"]
+    return cast(Thread, wire)
+
+
+class Gradebox:
+    """A client of one project of a Gradebox server.
+
+    ``base_url`` defaults to $GRADEBOX_URL, else http://127.0.0.1:8787; ``project`` to
+    $GRADEBOX_PROJECT, else "default"; ``api_key`` (sent as ``Authorization: Bearer …``) to
+    $GRADEBOX_API_KEY. ``timeout`` is the socket timeout of one attempt, in seconds;
+    ``max_retries`` the retries of a request that is safe to repeat; ``max_concurrency`` the
+    chunks of a split grade_batch in flight at once.
+
+    Thread-safe: one client may be shared by threads. ``close()`` (or ``with``) closes its
+    keep-alive connections and thread pool."""
+
+    base_url: str
+    project: str
+    timeout: float
+    max_retries: int
+    max_concurrency: int
+    graders: Graders
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        project: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        *,
+        max_concurrency: int = 4,
+    ) -> None:
+        self.base_url = (base_url or _env("GRADEBOX_URL") or DEFAULT_URL).rstrip("/")
+        self.project = project or _env("GRADEBOX_PROJECT") or "default"
+        self._api_key = api_key if api_key is not None else _env("GRADEBOX_API_KEY")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.max_concurrency = max_concurrency
+        self._setup()
+
+    def _setup(self) -> None:
+        self._transport = Transport(self.base_url, self.timeout)
+        self._lock = threading.Lock()
+        self._limits: Limits | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.graders = Graders(self)
+
+    def __repr__(self) -> str:
+        return f"Gradebox(base_url={self.base_url!r}, project={self.project!r})"
+
+    # a client pickles without its connections, lock and pool (e.g. a reward function sent to
+    # another process); the key goes along
+    def __getstate__(self) -> dict[str, Any]:
+        keep = ("base_url", "project", "_api_key", "timeout", "max_retries", "max_concurrency")
+        return {name: self.__dict__[name] for name in keep}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._setup()
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+        self._transport.close()
+
+    def __enter__(self) -> Gradebox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def limits(self, *, refresh: bool = False) -> Limits:
+        """The server's request limits (GET /v1/limits), read once per client."""
+        with self._lock:
+            cached = self._limits
+        if cached is not None and not refresh:
+            return cached
+        limits = cast(Limits, self._request("GET", "/v1/limits", retry=True)[0])
+        with self._lock:
+            self._limits = limits
+        return limits
+
+    def reward_function(
+        self,
+        key: str,
+        *,
+        version: int | None = None,
+        on_error: OnError = "raise",
+        columns: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> RewardFunction:
+        """A reward function for RL trainers (TRL's GRPOTrainer ``reward_funcs``) grading with
+        grader ``key``: ``reward_fn(prompts, completions, **dataset_columns) -> list[float]``.
+        See gradebox.reward.RewardFunction."""
+        from .reward import RewardFunction
+
+        return RewardFunction(self, key, version=version, on_error=on_error, columns=columns, name=name)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="gradebox")
+            return self._executor
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        retry: bool,
+        body: object = None,
+        raw_body: bytes | None = None,
+        query: Mapping[str, str | int | None] | None = None,
+    ) -> tuple[Any, str | None]:
+        """One API call; returns the parsed JSON (None for an empty answer) and the request id.
+        ``retry``: True when repeating the request cannot change the outcome."""
+        if query:
+            kept = {k: str(v) for k, v in query.items() if v is not None}
+            if kept:
+                path = f"{path}?{urllib.parse.urlencode(kept)}"
+        data = raw_body if raw_body is not None else (None if body is None else _dumps(body))
+        headers = {"accept": "application/json", "user-agent": f"gradebox-python/{__version__}"}
+        if data is not None:
+            headers["content-type"] = "application/json"
+        elif method not in ("GET", "HEAD"):
+            data = b""
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+
+        attempt = 0
+        stale_retried = False
+        while True:
+            can_retry = retry and attempt < self.max_retries
+            try:
+                response = self._transport.send(method, path, headers, data, fresh=not retry)
+            except StaleConnection as stale:
+                # the server closed a kept-alive connection: the request never reached it
+                if retry and not stale_retried:
+                    stale_retried = True
+                    continue
+                raise APIConnectionError(f"{method} {path}: the connection was closed: {stale.cause}") from stale.cause
+            except TimeoutError as error:
+                if can_retry:
+                    time.sleep(_backoff(attempt))
+                    attempt += 1
+                    continue
+                raise APITimeoutError(f"{method} {path} timed out after {self.timeout:g} s") from error
+            except OSError as error:
+                if can_retry:
+                    time.sleep(_backoff(attempt))
+                    attempt += 1
+                    continue
+                raise APIConnectionError(f"cannot reach Gradebox at {self.base_url}: {error}") from error
+            except http.client.HTTPException as error:  # a malformed answer
+                if can_retry:
+                    time.sleep(_backoff(attempt))
+                    attempt += 1
+                    continue
+                raise APIConnectionError(f"{method} {path}: {type(error).__name__}: {error}") from error
+
+            request_id = response.headers.get("x-request-id")
+            text = response.body.decode("utf-8", errors="replace")
+            if 200 <= response.status < 300:
+                if not text:
+                    return None, request_id
+                try:
+                    return json.loads(text), request_id
+                except ValueError:
+                    raise APIError(
+                        response.status, "INVALID_RESPONSE", request_id, f"{method} {path}: the answer is not JSON: {text[:200]!r}"
+                    ) from None
+            if can_retry and response.status in RETRY_STATUS:
+                wait = _retry_after(response.headers.get("retry-after"))
+                time.sleep(_backoff(attempt) if wait is None else wait)
+                attempt += 1
+                continue
+            try:
+                problem = json.loads(text)
+            except ValueError:
+                problem = None
+            if not isinstance(problem, dict):
+                problem = {"detail": text[:500]} if text else {}
+            if request_id is None and isinstance(problem.get("requestId"), str):
+                request_id = problem["requestId"]
+            raise error_from_response(response.status, problem, request_id)
+
+
+class Graders:
+    """``client.graders``: the project's graders."""
+
+    def __init__(self, client: Gradebox) -> None:
+        self._client = client
+
+    def _path(self, suffix: str = "") -> str:
+        return f"/v1/projects/{urllib.parse.quote(self._client.project, safe='')}/graders{suffix}"
+
+    def _key_path(self, key: str, suffix: str = "") -> str:
+        return self._path(f"/{urllib.parse.quote(key, safe='')}{suffix}")
+
+    def create_function(
+        self,
+        key: str,
+        *,
+        source: str | None = None,
+        path: str | os.PathLike[str] | None = None,
+        description: str = "",
+    ) -> GraderWithSource:
+        """Registers a function grader from a TS/JS ``source`` string or a file at ``path``
+        (exactly one). The server runs the five checks: GraderValidationError (``check``,
+        ``line``, ``column``) when one fails, ConflictError (GRADER_EXISTS) when the key is taken.
+        Not retried: a create is not safe to repeat."""
+        if (source is None) == (path is None):
+            raise GradeboxError("pass exactly one of source or path")
+        if path is not None:
+            source = Path(path).read_text(encoding="utf-8")
+        body = {"key": key, "source": source, "description": description}
+        return cast(GraderWithSource, self._client._request("POST", self._path(), body=body, retry=False)[0])
+
+    def list_page(self, *, limit: int | None = None, cursor: str | None = None) -> GraderPage:
+        """One page of the project's graders, sorted by key (``limit`` at most 200)."""
+        query = {"limit": limit, "cursor": cursor}
+        return cast(GraderPage, self._client._request("GET", self._path(), query=query, retry=True)[0])
+
+    def iter(self, *, page_size: int = 200) -> Iterator[Grader]:
+        """Every grader of the project, fetched a page at a time."""
+        cursor: str | None = None
+        while True:
+            page = self.list_page(limit=page_size, cursor=cursor)
+            yield from page["data"]
+            cursor = page["nextCursor"]
+            if not cursor:
+                return
+
+    def list(self, *, page_size: int = 200) -> builtins.list[Grader]:
+        """Every grader of the project (follows pages)."""
+        return [*self.iter(page_size=page_size)]
+
+    def get(self, key: str) -> GraderWithSource:
+        """One grader with its source; NotFoundError (GRADER_NOT_FOUND) when there is none."""
+        return cast(GraderWithSource, self._client._request("GET", self._key_path(key), retry=True)[0])
+
+    def lock(self, key: str, locked: bool = True) -> Grader:
+        """Locks (or with ``locked=False`` unlocks) a grader: a locked one cannot be deleted or updated."""
+        return cast(Grader, self._client._request("PUT", self._key_path(key, "/lock"), body={"locked": locked}, retry=True)[0])
+
+    def delete(self, key: str) -> None:
+        """Refused with ConflictError (GRADER_LOCKED) while the grader is locked, GRADER_IN_USE
+        while a combined grader uses it."""
+        self._client._request("DELETE", self._key_path(key), retry=True)
+
+    def grade(self, key: str, thread: Mapping[str, Any], version: int | None = None) -> GradeResponse:
+        """Grades one thread (with ``version``, that stored version); a grader failure raises
+        GraderRuntimeError with its code (GRADER_ERROR, GRADER_TIMEOUT, …)."""
+        body: dict[str, Any] = {"thread": to_wire(thread)}
+        if version is not None:
+            body["version"] = version
+        return cast(GradeResponse, self._client._request("POST", self._key_path(key, "/grade"), body=body, retry=True)[0])
+
+    def grade_batch(self, key: str, threads: Sequence[Mapping[str, Any]], version: int | None = None) -> GradeBatchResponse:
+        """Grades many threads; results come back in input order, each ``{"score", …}`` or
+        ``{"error": {"code", "message"}}`` (a failing item does not fail the batch).
+
+        A list longer than the server's limit (GET /v1/limits: maxBatchThreads, maxBodyBytes) is
+        sent in chunks, up to the client's ``max_concurrency`` at once. Without ``version`` the
+        first chunk is graded first and the others are pinned to the version that graded it, so
+        every result comes from one version even if the grader is updated meanwhile."""
+        chunks = self._grade_chunks(key, threads, version)
+        results: list[GradeResult] = []
+        for chunk in chunks:
+            results.extend(chunk.results)
+        return {
+            "results": results,
+            "durationMs": round(sum(c.duration_ms for c in chunks), 3),
+            "version": chunks[0].version,
+        }
+
+    def _grade_chunks(self, key: str, threads: Sequence[Mapping[str, Any]], version: int | None) -> builtins.list[_Chunk]:
+        encoded = [_dumps(to_wire(t)) for t in threads]
+        path = self._key_path(key, "/grade-batch")
+
+        def send(items: builtins.list[bytes], pinned: int | None) -> _Chunk:
+            tail = b"]}" if pinned is None else b'],"version":' + str(pinned).encode() + b"}"
+            raw = b'{"threads":[' + b",".join(items) + tail
+            answer, request_id = self._client._request("POST", path, raw_body=raw, retry=True)
+            return _Chunk(answer["results"], float(answer.get("durationMs", 0.0)), int(answer["version"]), request_id)
+
+        if len(encoded) == 0:
+            return [send([], version)]  # the server's own answer (400: a batch holds at least one thread)
+        limits = self._client.limits()
+        groups = _split(encoded, limits["maxBatchThreads"], limits["maxBodyBytes"])
+        if len(groups) == 1:
+            return [send(groups[0], version)]
+        first = send(groups[0], version)
+        pinned = first.version
+        rest = list(self._client._pool().map(lambda group: send(group, pinned), groups[1:]))
+        return [first, *rest]
+
+
+class _Chunk:
+    __slots__ = ("duration_ms", "request_id", "results", "version")
+
+    def __init__(self, results: list[GradeResult], duration_ms: float, version: int, request_id: str | None) -> None:
+        self.results = results
+        self.duration_ms = duration_ms
+        self.version = version
+        self.request_id = request_id
+
+
+# room for {"threads":[…],"version":N} around the threads
+_ENVELOPE_BYTES = 64
+
+
+def _split(encoded: list[bytes], max_threads: int, max_bytes: int) -> list[list[bytes]]:
+    """Consecutive groups of at most ``max_threads`` threads and ``max_bytes`` bytes of body (a
+    thread too large on its own goes alone, for the server to refuse)."""
+    max_threads = max(1, max_threads)
+    groups: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = _ENVELOPE_BYTES
+    for item in encoded:
+        grow = len(item) + 1  # and a comma
+        if current and (len(current) >= max_threads or size + grow > max_bytes):
+            groups.append(current)
+            current, size = [], _ENVELOPE_BYTES
+        current.append(item)
+        size += grow
+    groups.append(current)
+    return groups

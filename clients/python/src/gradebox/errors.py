@@ -1,0 +1,213 @@
+"""Error classes, mirroring the TypeScript SDK (sdk/errors.ts): one per HTTP status family, plus
+the two a grader author meets most (GraderValidationError, GraderRuntimeError)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = [
+    "GRADE_ERROR_CODES",
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "Check",
+    "ConflictError",
+    "GraderRuntimeError",
+    "GraderValidationError",
+    "GradeboxError",
+    "InternalServerError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "UnprocessableEntityError",
+    "error_from_response",
+]
+
+Check = Literal["syntax", "structure", "signature", "execution", "test_run", "template", "endpoint"]
+
+
+class GradeboxError(Exception):
+    """The base of every error this package raises."""
+
+
+class APIError(GradeboxError):
+    """The server answered with an error (application/problem+json)."""
+
+    status: int
+    code: str
+    request_id: str | None
+    message: str
+    body: dict[str, Any]
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        request_id: str | None,
+        message: str,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.request_id = request_id
+        self.message = message
+        #: the whole problem document
+        self.body = body if body is not None else {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status}, code={self.code!r}, request_id={self.request_id!r}, message={self.message!r})"
+
+
+class BadRequestError(APIError):
+    pass
+
+
+class AuthenticationError(APIError):
+    pass
+
+
+class PermissionDeniedError(APIError):
+    pass
+
+
+class NotFoundError(APIError):
+    pass
+
+
+class ConflictError(APIError):
+    pass
+
+
+class PayloadTooLargeError(APIError):
+    pass
+
+
+class UnprocessableEntityError(APIError):
+    pass
+
+
+class RateLimitError(APIError):
+    pass
+
+
+class InternalServerError(APIError):
+    pass
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class GraderValidationError(UnprocessableEntityError):
+    """One of the five checks refused the grader (422 VALIDATION_FAILED); nothing was saved."""
+
+    check: Check
+    line: int | None
+    column: int | None
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        request_id: str | None,
+        message: str,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(status, code, request_id, message, body)
+        self.check = self.body.get("check")  # type: ignore[assignment]
+        self.line = _int_or_none(self.body.get("line"))
+        self.column = _int_or_none(self.body.get("column"))
+
+
+class GraderRuntimeError(UnprocessableEntityError):
+    """The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE,
+    SANDBOX_CRASHED, COMPONENT_FAILED, … (see GRADE_ERROR_CODES).
+
+    ``line``/``column``: for GRADER_ERROR, where in the grader's source (1-based) it was thrown,
+    when known. ``index``: the item of a batch (or of a reward-function call) that failed, when
+    the error stands for one item."""
+
+    line: int | None
+    column: int | None
+    index: int | None
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        request_id: str | None,
+        message: str,
+        body: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(status, code, request_id, message, body)
+        self.line = _int_or_none(self.body.get("line"))
+        self.column = _int_or_none(self.body.get("column"))
+        self.index = _int_or_none(self.body.get("index"))
+
+
+class APIConnectionError(GradeboxError):
+    """No answer from the server: refused, reset, DNS, TLS…"""
+
+
+class APITimeoutError(APIConnectionError):
+    """The server did not answer within the client's timeout."""
+
+
+#: Codes a grading call can end with instead of a score (the server's per-item error codes).
+GRADE_ERROR_CODES: frozenset[str] = frozenset(
+    {
+        "GRADER_ERROR",
+        "GRADER_TIMEOUT",
+        "GRADER_MEMORY_LIMIT",
+        "INVALID_SCORE",
+        "SANDBOX_CRASHED",
+        "COMPONENT_FAILED",
+        "INVALID_THREAD",
+        "JUDGE_UNAVAILABLE",
+        "JUDGE_INVALID_OUTPUT",
+        "EGRESS_DENIED",
+        "INVALID_METADATA",
+        "ENDPOINT_UNAVAILABLE",
+        "ENDPOINT_INVALID_RESPONSE",
+    }
+)
+
+#: the HTTP status /grade answers a grading error with (502 for upstream failures, else 422)
+GRADE_ERROR_STATUS: dict[str, int] = {
+    "JUDGE_UNAVAILABLE": 502,
+    "JUDGE_INVALID_OUTPUT": 502,
+    "ENDPOINT_UNAVAILABLE": 502,
+    "ENDPOINT_INVALID_RESPONSE": 502,
+}
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    413: PayloadTooLargeError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def error_from_response(status: int, body: dict[str, Any], request_id: str | None) -> APIError:
+    """The error class for a problem document, as the TypeScript SDK's errorFromResponse picks it."""
+    raw_code = body.get("code")
+    code = raw_code if isinstance(raw_code, str) else f"HTTP_{status}"
+    detail = body.get("detail")
+    if not isinstance(detail, str):
+        title = body.get("title")
+        detail = title if isinstance(title, str) else f"HTTP {status}"
+    message = f"{status} {code}: {detail}"
+    if code == "VALIDATION_FAILED":
+        return GraderValidationError(status, code, request_id, message, body)
+    if code in GRADE_ERROR_CODES:
+        return GraderRuntimeError(status, code, request_id, message, body)
+    cls = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else APIError)
+    return cls(status, code, request_id, message, body)

@@ -1,0 +1,171 @@
+"""client.graders against the real server."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import EXACT, thread
+
+import gradebox
+from gradebox import Gradebox
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def test_limits_are_read_from_the_server(client: Gradebox, max_batch: int) -> None:
+    limits = client.limits()
+    assert limits["maxBatchThreads"] == max_batch
+    assert limits["maxSourceBytes"] == 65536
+    assert all(isinstance(limits[name], int) for name in ("maxBodyBytes", "maxTurns", "maxContentChars", "timeoutMs", "memoryMb"))
+    assert client.limits() is limits  # read once per client
+
+
+def test_create_get_list_lock_delete(client: Gradebox, new_key: Callable[[str], str]) -> None:
+    key = new_key("life")
+    created = client.graders.create_function(key, source=EXACT, description="exact match")
+    assert (created["key"], created["kind"], created["version"], created["locked"]) == (key, "function", 1, False)
+    assert created["description"] == "exact match"
+    assert created["source"] == EXACT
+    assert any("StringThread" in w for w in created["warnings"])  # the parameter is not annotated
+
+    got = client.graders.get(key)
+    assert (got["key"], got["source"], got["sourceSha256"]) == (key, EXACT, created["sourceSha256"])
+    assert key in [g["key"] for g in client.graders.list()]
+
+    assert client.graders.lock(key)["locked"] is True
+    with pytest.raises(gradebox.ConflictError) as info:
+        client.graders.delete(key)
+    assert (info.value.status, info.value.code) == (409, "GRADER_LOCKED")
+    assert "locked" in info.value.message
+    assert client.graders.get(key)["locked"] is True  # still there
+
+    assert client.graders.lock(key, locked=False)["locked"] is False
+    client.graders.delete(key)
+    with pytest.raises(gradebox.NotFoundError) as missing:
+        client.graders.get(key)
+    assert missing.value.code == "GRADER_NOT_FOUND"
+    assert key not in [g["key"] for g in client.graders.list()]
+
+
+def test_list_follows_pages(client: Gradebox, new_key: Callable[[str], str]) -> None:
+    keys = [new_key("page") for _ in range(5)]
+    for key in keys:
+        client.graders.create_function(key, source=EXACT)
+    first = client.graders.list_page(limit=2)
+    assert len(first["data"]) == 2 and first["nextCursor"] is not None
+    paged = [g["key"] for g in client.graders.list(page_size=2)]
+    assert paged == sorted(paged) and len(paged) == len(set(paged))
+    assert set(keys) <= set(paged)
+    assert paged == [g["key"] for g in client.graders.list()]
+
+
+def test_create_from_a_path_and_exactly_one_of_source_or_path(client: Gradebox, new_key: Callable[[str], str], tmp_path: Path) -> None:
+    file = tmp_path / "grader.ts"
+    file.write_text(EXACT, encoding="utf-8")
+    key = new_key("file")
+    assert client.graders.create_function(key, path=file)["source"] == EXACT
+    with pytest.raises(gradebox.GradeboxError, match="exactly one"):
+        client.graders.create_function(new_key("none"))
+    with pytest.raises(gradebox.GradeboxError, match="exactly one"):
+        client.graders.create_function(new_key("both"), source=EXACT, path=file)
+    with pytest.raises(gradebox.ConflictError) as info:
+        client.graders.create_function(key, source=EXACT)
+    assert info.value.code == "GRADER_EXISTS"
+
+
+def test_grade_scores_a_thread(client: Gradebox, graders: dict[str, str]) -> None:
+    right = client.graders.grade(graders["exact"], thread(" 4 ", expected="4"))
+    assert right["score"] == 1 and right["version"] == 1 and right["durationMs"] >= 0
+    assert client.graders.grade(graders["exact"], thread("5", expected="4"))["score"] == 0
+    assert client.graders.grade(graders["indexer"], thread("x", i=7.5), version=1)["score"] == 7.5
+    no_metadata = {"turns": [{"role": "assistant", "content": ""}], "metadata": None}
+    assert client.graders.grade(graders["exact"], no_metadata)["score"] == 1  # "" == ""
+    with pytest.raises(gradebox.NotFoundError) as info:
+        client.graders.grade(graders["exact"], thread("4"), version=99)
+    assert info.value.code == "VERSION_NOT_FOUND"
+    with pytest.raises(gradebox.NotFoundError) as missing:
+        client.graders.grade("no-such-grader", thread("4"))
+    assert missing.value.code == "GRADER_NOT_FOUND"
+
+
+def test_a_grader_that_fails_raises_grader_runtime_error(client: Gradebox, graders: dict[str, str], new_key: Callable[[str], str]) -> None:
+    with pytest.raises(gradebox.GraderRuntimeError) as info:
+        client.graders.grade(graders["indexer"], thread("x", i=3, boom=True))
+    error = info.value
+    assert isinstance(error, gradebox.UnprocessableEntityError)
+    assert (error.status, error.code) == (422, "GRADER_ERROR")
+    assert "boom at 3" in error.message
+    assert error.line == 2  # the throw, in the source as submitted
+    assert error.request_id and UUID.match(error.request_id)
+
+    key = new_key("nan")
+    client.graders.create_function(key, source="export async function grade(t) { return t.metadata.nan ? NaN : 1; }")
+    with pytest.raises(gradebox.GraderRuntimeError) as nan:
+        client.graders.grade(key, thread("x", nan=True))
+    assert nan.value.code == "INVALID_SCORE"
+
+
+def test_a_bad_source_raises_grader_validation_error(client: Gradebox, new_key: Callable[[str], str]) -> None:
+    key = new_key("bad")
+    with pytest.raises(gradebox.GraderValidationError) as syntax:
+        client.graders.create_function(key, source="export async function grade(thread) {\n  return 1 +;\n}")
+    assert (syntax.value.status, syntax.value.code, syntax.value.check) == (422, "VALIDATION_FAILED", "syntax")
+    assert (syntax.value.line, syntax.value.column) == (2, 13)  # the ";", 1-based
+    with pytest.raises(gradebox.GraderValidationError) as structure:
+        client.graders.create_function(key, source="export function grade(thread) { return 1; }")
+    assert structure.value.check == "structure"
+    assert "async" in structure.value.message
+    with pytest.raises(gradebox.NotFoundError):
+        client.graders.get(key)  # nothing was saved
+
+
+def test_a_wrong_key_raises_authentication_error_with_the_request_id(client: Gradebox) -> None:
+    wrong = Gradebox(client.base_url, project=client.project, api_key="gbx_wrong")
+    with pytest.raises(gradebox.AuthenticationError) as info:
+        wrong.graders.list()
+    error = info.value
+    assert (error.status, error.code) == (401, "UNAUTHORIZED")
+    assert error.request_id and UUID.match(error.request_id)
+    assert error.body["requestId"] == error.request_id
+    with pytest.raises(gradebox.AuthenticationError):
+        Gradebox(client.base_url, api_key="").limits()  # no key at all
+
+    other = Gradebox(client.base_url, project="not-this-keys-project", api_key=client._api_key)
+    with pytest.raises(gradebox.NotFoundError) as project:
+        other.graders.list()
+    assert project.value.code == "PROJECT_NOT_FOUND"
+
+
+def test_a_malformed_thread_is_a_bad_request(client: Gradebox, graders: dict[str, str]) -> None:
+    with pytest.raises(gradebox.BadRequestError) as info:
+        client.graders.grade(graders["exact"], {"turns": [{"role": "robot", "content": "x"}]})
+    assert info.value.code == "INVALID_REQUEST"
+    assert "role" in info.value.message
+
+
+def test_grade_batch_splits_past_the_server_limit_and_keeps_order(client: Gradebox, graders: dict[str, str], max_batch: int) -> None:
+    n = 3 * max_batch + 2
+    threads = [thread(f"c{i}", i=i, boom=i in (3, n - 1)) for i in range(n)]
+    # one request with all of them is refused: the client must split
+    with pytest.raises(gradebox.PayloadTooLargeError) as refused:
+        client._request(
+            "POST", f"/v1/projects/{client.project}/graders/{graders['indexer']}/grade-batch", body={"threads": threads}, retry=False
+        )
+    assert refused.value.code == "BATCH_TOO_LARGE"
+
+    batch = client.graders.grade_batch(graders["indexer"], threads)
+    assert batch["version"] == 1
+    assert len(batch["results"]) == n
+    for i, result in enumerate(batch["results"]):
+        if i in (3, n - 1):
+            assert "error" in result, (i, result)
+            assert result["error"]["code"] == "GRADER_ERROR"
+            assert f"boom at {i}" in result["error"]["message"]
+        else:
+            assert result == {"score": i}, (i, result)
+
+    small = client.graders.grade_batch(graders["exact"], [thread("4", expected="4"), thread("5", expected="4")], version=1)
+    assert [r.get("score") for r in small["results"]] == [1, 0]

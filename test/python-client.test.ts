@@ -1,0 +1,89 @@
+// The Python client (clients/python) against the real server on a real port: installed offline
+// into a fresh venv outside the repository, then its pytest suite run with GRADEBOX_URL,
+// GRADEBOX_API_KEY and GRADEBOX_PROJECT pointing at the server (started with
+// GRADEBOX_MAX_BATCH=5, so grade_batch and reward functions must split their lists).
+// The interpreter: $GRADEBOX_PYTHON, python3 or /usr/bin/python3, the first with pytest, venv
+// and setuptools (scripts/ensure-pytest.sh installs Debian's when none has them).
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+
+const run = promisify(execFile);
+const project = "pyclient";
+const MAX_BATCH = 5;
+/** the tests in clients/python/tests: update when adding one */
+const EXPECTED_TESTS = 27;
+const PROBE =
+  'import pytest, venv, ensurepip, setuptools; (tuple(map(int, setuptools.__version__.split(".")[:2])) >= (70, 1)) or __import__("wheel")';
+
+async function findPython(): Promise<string> {
+  const candidates = [process.env.GRADEBOX_PYTHON, "python3", "/usr/bin/python3"].filter((p): p is string => Boolean(p));
+  for (const python of candidates) {
+    try {
+      await run(python, ["-c", PROBE], { timeout: 20_000 });
+      return python;
+    } catch {}
+  }
+  throw new Error(`no python with pytest, venv and setuptools among ${candidates.join(", ")}: run scripts/ensure-pytest.sh`);
+}
+
+let s: TestServer;
+let work: string;
+
+before(async () => {
+  s = await startServer({ listen: true, env: { GRADEBOX_MAX_BATCH: String(MAX_BATCH) } });
+  work = mkdtempSync(join(tmpdir(), "gradebox-pyclient-"));
+});
+after(async () => {
+  await s?.close();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("the Python client's pytest suite passes against the real server", { timeout: 120_000 }, async () => {
+  const python = await findPython();
+  // a copy of the package, so pip's in-tree build leaves nothing in the repository
+  const pkg = join(work, "pkg");
+  for (const name of ["pyproject.toml", "README.md", "src"]) {
+    cpSync(join(repoRoot, "clients/python", name), join(pkg, name), {
+      recursive: true,
+      filter: (src) => !/(__pycache__|\.egg-info|[\\/]build)$/.test(src),
+    });
+  }
+  const venv = join(work, "venv");
+  await run(python, ["-m", "venv", "--system-site-packages", venv], { timeout: 60_000 });
+  const venvPython = join(venv, "bin", "python");
+  // offline: no index, and the build uses the interpreter's own setuptools
+  await run(
+    venvPython,
+    ["-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "--disable-pip-version-check", "--quiet", pkg],
+    { timeout: 60_000, env: { ...process.env, PIP_NO_INPUT: "1" } },
+  );
+
+  // the installed package must be the one imported: nothing may put the source tree on the path
+  const { PYTHONPATH: _, ...withoutPythonPath } = process.env;
+  const result = await run(venvPython, ["-m", "pytest", join(repoRoot, "clients/python/tests"), "-q", "-p", "no:cacheprovider"], {
+    cwd: work,
+    timeout: 90_000,
+    env: {
+      ...withoutPythonPath,
+      GRADEBOX_URL: s.url,
+      GRADEBOX_API_KEY: s.keyFor(project),
+      GRADEBOX_PROJECT: project,
+      GRADEBOX_TEST_MAX_BATCH: String(MAX_BATCH),
+      PYTHONDONTWRITEBYTECODE: "1",
+    },
+  }).catch((e: { code?: number; stdout?: string; stderr?: string }) => {
+    assert.fail(`pytest exited with ${e.code}:\n${e.stdout}\n${e.stderr}`);
+  });
+  // the closing line of -q: "27 passed in 3.21s" (", 1 warning" may follow the count)
+  const summary = result.stdout.trim().split("\n").at(-1) ?? "";
+  const passed = /^(\d+) passed(, \d+ warnings?)? in [\d.]+s$/.exec(summary);
+  assert.ok(passed, `pytest said:\n${result.stdout}`);
+  assert.equal(Number(passed[1]), EXPECTED_TESTS, `pytest said:\n${result.stdout}`);
+});
