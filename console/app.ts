@@ -5,7 +5,9 @@ import hljs from "highlight.js/lib/core";
 import handlebars from "highlight.js/lib/languages/handlebars";
 import typescript from "highlight.js/lib/languages/typescript";
 import {
+  APIConnectionError,
   APIError,
+  AuthenticationError,
   type CannotAssessStrategy,
   type EndpointDefinition,
   Gradebox,
@@ -33,11 +35,63 @@ const val = (sel: string) => $<HTMLInputElement | HTMLTextAreaElement | HTMLSele
 const KEY = "gradebox.apiKey";
 let client: Gradebox | undefined;
 let selected: string | undefined;
+/** whether the header's status line holds a notice (green) rather than a page-wide error */
+let statusIsNotice = false;
 
+/** The header's status line: a notice of what just happened, or an error that concerns the whole page. */
 function status(message: string, ok = false): void {
   const el = $("#status");
   el.textContent = message;
   el.style.color = ok ? "#1b7f3b" : "";
+  statusIsNotice = ok;
+}
+
+/** Errors that are the page's, not one panel's: the server cannot be reached, or the key is refused. */
+function pageWide(error: unknown): boolean {
+  return (
+    error instanceof APIConnectionError ||
+    error instanceof AuthenticationError ||
+    (error instanceof APIError && error.status >= 500 && error.status !== 502)
+  );
+}
+
+/**
+ * Shows an error where it happened (`show` puts its text under the row or in the box of what failed).
+ * A page-wide error also goes in the header; otherwise a stale notice there is cleared.
+ */
+function fail(error: unknown, show: (text: string) => void, prefix = ""): void {
+  const text = `${prefix}${errorText(error)}`;
+  show(text);
+  if (pageWide(error)) status(text);
+  else if (statusIsNotice) status("");
+}
+
+/** An error box of a panel: shows `text`, or hides when there is none. */
+function inBox(box: HTMLElement): (text?: string) => void {
+  return (text) => {
+    box.hidden = !text;
+    box.replaceChildren(...(text ? [el("p", text, "error")] : []));
+  };
+}
+
+/** An error row right under `tr` (one per row), across the table's columns; in `fallback` when the row is gone. */
+function underRow(tr: HTMLTableRowElement | null, fallback: HTMLElement): (text: string) => void {
+  return (text) => {
+    if (!tr?.isConnected) return inBox(fallback)(text);
+    const next = tr.nextElementSibling;
+    if (next?.classList.contains("row-error")) next.remove();
+    const error = el("tr", "", "row-error");
+    if (tr.dataset.key) error.dataset.for = tr.dataset.key;
+    const td = el("td", text, "error");
+    td.colSpan = tr.children.length;
+    error.append(td);
+    tr.after(error);
+  };
+}
+
+/** The row of `key` in a table whose rows carry data-key (or data-version). */
+function rowOf(table: string, key: string, attribute = "key"): HTMLTableRowElement | null {
+  return document.querySelector<HTMLTableRowElement>(`${table} > tbody > tr[data-${attribute}="${CSS.escape(key)}"]`);
 }
 
 /** An element showing `text` as text (never as HTML): how everything the server says reaches the page. */
@@ -63,11 +117,39 @@ function position(body: Record<string, unknown>): string {
   return typeof body.line === "number" ? ` (line ${body.line}, column ${String(body.column ?? "?")})` : "";
 }
 
+/** A message with where it happened, unless the message says so already. */
+function located(message: string, body: Record<string, unknown>): string {
+  const where = position(body);
+  return message.endsWith(where) ? message : `${message}${where}`;
+}
+
+/** A failed check's message, without where (for the note under the line it is about). */
+function checkText(error: GraderValidationError): string {
+  const message = String(error.body.message ?? error.message);
+  const where = position(error.body);
+  return `${error.check} check failed: ${where && message.endsWith(where) ? message.slice(0, -where.length) : message}`;
+}
+
+/** What went wrong, in the console's words: the server's hints name HTTP requests ("(PUT …/lock …)") the console makes for the user. */
 function errorText(error: unknown): string {
-  if (error instanceof GraderValidationError)
-    return `${error.check} check failed: ${String(error.body.message ?? error.message)}${position(error.body)}`;
-  if (error instanceof APIError) return `${error.code}: ${String(error.body.detail ?? error.message)}${position(error.body)}`;
+  if (error instanceof GraderValidationError) return located(checkText(error), error.body);
+  if (error instanceof APIError) {
+    const detail = String(error.body.detail ?? error.message);
+    if (error.code === "GRADER_LOCKED") return lockedText(detail);
+    return `${error.code}: ${located(detail.replace(HTTP_HINT, ""), error.body)}`;
+  }
   return (error as Error).message;
+}
+
+/** " (PUT …/lock {…})", " (POST /v1/projects/p/models)": a request to make, in a server message */
+const HTTP_HINT = / ?\((?:GET|PUT|POST|PATCH|DELETE) [^)]*\)/g;
+
+/** GRADER_LOCKED says what the lock refused: "… before deleting it", "… before updating it". */
+function lockedText(detail: string): string {
+  const doing = /before (\w+) it/.exec(detail)?.[1];
+  if (doing === "deleting") return "Locked: unlock it to delete";
+  if (doing === "updating") return "Locked: unlock it to save a new version";
+  return "Locked: unlock it first";
 }
 
 /** Highlighted source (hljs escapes it), one span per line so a failing line can be marked. */
@@ -80,7 +162,9 @@ function renderSource(target: HTMLElement, source: string, errorLine?: number, l
 }
 
 async function connect(key: string): Promise<void> {
-  const res = await fetch("/v1/me", { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch("/v1/me", { headers: { authorization: `Bearer ${key}` } }).catch((error: Error) => {
+    throw new Error(`cannot reach Gradebox at ${location.origin}: ${error.message}`);
+  });
   if (!res.ok) throw new Error(res.status === 401 ? "that API key is not valid or has been revoked" : `the server answered ${res.status}`);
   const { project } = (await res.json()) as { project: string };
   client = new Gradebox({ baseURL: location.origin, apiKey: key, project, maxRetries: 0 });
@@ -100,7 +184,7 @@ async function refresh(): Promise<void> {
       const tr = row([g.key, g.kind, g.description, g.locked ? "locked" : "", String(g.warnings.length), when(g.createdAt)]);
       tr.dataset.key = g.key;
       if (g.key === selected) tr.className = "selected";
-      tr.addEventListener("click", () => void open(g.key));
+      tr.addEventListener("click", () => open(g.key).catch((error) => fail(error, underRow(rowOf("#graders", g.key), $("#detail-error")))));
       return tr;
     }),
   );
@@ -146,10 +230,11 @@ async function createModel(): Promise<void> {
       maxConcurrency: concurrency ? Number(concurrency) : undefined,
     });
     $<HTMLFormElement>("#model-form").reset();
+    inBox($("#model-error"))();
     status(`added model ${m.key}`, true);
     await refreshModels();
   } catch (error) {
-    status(`cannot add the model: ${errorText(error)}`);
+    fail(error, inBox($("#model-error")), "cannot add the model: ");
   }
 }
 
@@ -160,7 +245,7 @@ async function deleteModel(key: string): Promise<void> {
     status(`deleted model ${key}`, true);
     await refreshModels();
   } catch (error) {
-    status(`cannot delete: ${errorText(error)}`);
+    fail(error, underRow(rowOf("#models", key), $("#model-error")));
   }
 }
 
@@ -186,6 +271,19 @@ async function open(key: string): Promise<void> {
   );
   $("#lock").textContent = g.locked ? "Unlock" : "Lock";
   $("#lock").dataset.locked = String(g.locked);
+  $("#lock").title = g.locked ? "Unlock: allow new versions and delete" : "Lock: refuse new versions and delete";
+  // a locked grader refuses delete and new versions: the buttons say so before they are clicked
+  for (const [id, what] of [
+    ["#delete", "delete"],
+    ["#edit", "edit"],
+  ] as const) {
+    $<HTMLButtonElement>(id).disabled = g.locked;
+    $(id).title = g.locked ? `Locked: unlock it to ${what}` : "";
+  }
+  $("#lock-reason").hidden = !g.locked;
+  $("#lock-reason").textContent = `Locked: unlock it to delete${g.kind === "function" ? " or edit" : ""}`;
+  inBox($("#detail-error"))();
+  inBox($("#diff-error"))();
   const source =
     g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
   $("#source-block").hidden = !!(g.judge || g.endpoint);
@@ -199,7 +297,7 @@ async function open(key: string): Promise<void> {
   $("#edit").hidden = g.kind !== "function";
   $("#versions-panel").hidden = g.kind !== "function";
   $("#diff").textContent = "";
-  if (g.kind === "function") await showVersions(g.key, g.version);
+  if (g.kind === "function") await showVersions(g.key, g.version, g.locked);
   await refresh();
 }
 
@@ -281,7 +379,7 @@ function rubricTable(criteria: RubricCriterionInput[]): HTMLTableElement {
 }
 
 /** The versions table (restore any but the current one) and the two diff pickers. */
-async function showVersions(key: string, current: number): Promise<void> {
+async function showVersions(key: string, current: number, locked: boolean): Promise<void> {
   if (!client) return;
   const versions = await client.graders.versions.list({ graderKey: key });
   $("#versions tbody").replaceChildren(
@@ -299,6 +397,8 @@ async function showVersions(key: string, current: number): Promise<void> {
         const button = document.createElement("button");
         button.type = "button";
         button.textContent = "Restore";
+        button.disabled = locked;
+        button.title = locked ? "Locked: unlock it to restore a version" : `Restore version ${v.version} as a new version`;
         button.addEventListener("click", () => void restore(key, v.version));
         td.append(button);
       }
@@ -330,7 +430,7 @@ async function restore(key: string, version: number): Promise<void> {
     status(`restored version ${version} of ${key} as version ${g.version}`, true);
     await open(key);
   } catch (error) {
-    status(`cannot restore: ${errorText(error)}`);
+    fail(error, underRow(rowOf("#versions", String(version), "version"), $("#diff-error")), "cannot restore: ");
   }
 }
 
@@ -345,8 +445,9 @@ async function showDiff(): Promise<void> {
     );
     if (!from || !to) return;
     $("#diff").textContent = createTwoFilesPatch(`${key}@${from.version}`, `${key}@${to.version}`, from.source, to.source);
+    inBox($("#diff-error"))();
   } catch (error) {
-    status(errorText(error));
+    fail(error, inBox($("#diff-error")));
   }
 }
 
@@ -388,16 +489,21 @@ async function create(mode: "create" | "update"): Promise<void> {
   }
 }
 
-/** A refused create in its panel's error box: what failed and, when the server says where, the source with that line marked. */
+/**
+ * A refused create or save in its editor's error box: what failed and, when the server says where,
+ * the source with that line marked and the message under it, a caret at the column.
+ */
 function showError(box: HTMLElement, error: unknown, source?: string, language: "typescript" | "handlebars" = "typescript"): void {
-  box.hidden = false;
-  box.replaceChildren(el("p", errorText(error), "error"));
+  fail(error, inBox(box));
   if (source === undefined || !(error instanceof GraderValidationError && error.line)) return;
   const pre = el("pre");
   const code = el("code", "", "hljs");
   pre.append(code);
   box.append(pre);
   renderSource(code, source, error.line, language);
+  const note = el("span", "", "error-note");
+  note.append(el("span", `${" ".repeat(Math.max(0, (error.column ?? 1) - 1))}^`, "caret"), el("span", checkText(error)));
+  code.querySelector(`[data-line="${error.line}"]`)?.after(note);
 }
 
 /** Shows the judge editor with the fields of the chosen kind. */
@@ -467,24 +573,23 @@ async function createEndpoint(): Promise<void> {
   }
 }
 
-/** A JSON array, one JSON object, or JSONL. */
-function parseItems<T>(text: string, noun: string): T[] {
+/** A JSON array, one JSON object, or JSONL (a bad line is named: "threads line 2 is not JSON"). */
+function parseItems<T>(text: string, noun: string, where = ""): T[] {
   const trimmed = text.trim();
   if (!trimmed) throw new Error(`paste or upload at least one ${noun}`);
   if (trimmed.startsWith("[")) return JSON.parse(trimmed) as T[];
   try {
     return [JSON.parse(trimmed) as T];
   } catch {
-    return trimmed
-      .split("\n")
-      .filter((l) => l.trim())
-      .map((l, i) => {
-        try {
-          return JSON.parse(l) as T;
-        } catch {
-          throw new Error(`line ${i + 1} is not JSON`);
-        }
-      });
+    // numbered as the text is, blank lines included
+    return text.split("\n").flatMap((l, i) => {
+      if (!l.trim()) return [];
+      try {
+        return [JSON.parse(l) as T];
+      } catch {
+        throw new Error(`${where}line ${i + 1} is not JSON`);
+      }
+    });
   }
 }
 
@@ -509,8 +614,9 @@ async function runTest(): Promise<void> {
   if (!client) return;
   const body = $("#results tbody");
   body.replaceChildren();
+  inBox($("#test-error"))();
   try {
-    const threads = parseItems<WireThread>(val("#threads"), "thread");
+    const threads = parseItems<WireThread>(val("#threads"), "thread", "threads ");
     const target = ($<HTMLInputElement>('input[name="target"]:checked').value ?? "stored") as "stored" | "source";
     let results: GradeResult[];
     /** the source that graded them, for the line an error points at */
@@ -540,39 +646,78 @@ async function runTest(): Promise<void> {
     );
     status(`graded ${results.length} thread${results.length === 1 ? "" : "s"}`, true);
   } catch (error) {
-    status(errorText(error));
+    fail(error, inBox($("#test-error")));
   }
 }
 
-/** A score's row: a judge's verdict before the reason, then its token usage and one line per subscore. */
+/** A number as the tables show it: at most 3 decimals (the cell's title has it in full). */
+function number(x: unknown): string {
+  return typeof x === "number" ? String(Math.round(x * 1000) / 1000) : String(x ?? "");
+}
+
+/** A cell holding a rounded number, in full in its title. */
+function numberCell(x: unknown): HTMLTableCellElement {
+  const td = el("td", number(x));
+  td.title = String(x ?? "");
+  return td;
+}
+
+/** A judge's verdict as a badge: PASS, MET, SUPPORTED, RELEVANT, or their opposites. */
+function verdictBadge(verdict: string): HTMLSpanElement {
+  return el("span", verdict, `verdict ${verdict.toLowerCase().replace(/[^a-z]+/g, "-")}`);
+}
+
+/** A score's row: its score, then a judge's verdict before the reason, its token usage, and a table of its subscores. */
 function scoreRow(i: number, r: GradeScore): HTMLTableRowElement {
-  const tr = row([String(i + 1), String(r.score)]);
+  const tr = row([String(i + 1)]);
+  tr.append(numberCell(r.score));
   const td = el("td");
   const verdict = r.metadata?.verdict;
-  if (typeof verdict === "string") td.append(el("span", verdict, `verdict ${verdict.toLowerCase()}`), " ");
+  if (typeof verdict === "string") td.append(verdictBadge(verdict), " ");
   td.append(r.reason ?? "");
   const usage = r.metadata?.usage as { totalTokens?: number } | undefined;
   if (typeof usage?.totalTokens === "number") td.append(el("span", ` · ${usage.totalTokens} tokens`, "usage"));
-  if (r.subscores?.length) {
-    const list = el("ul", "", "subscores");
-    list.append(...r.subscores.map((s) => el("li", subscoreText(s))));
-    td.append(list);
-  }
+  if (Array.isArray(r.subscores) && r.subscores.length) td.append(subscoreTable(r.subscores));
   tr.append(td);
   return tr;
 }
 
-/** "tone: 1 × 10 MET — polite throughout" */
-function subscoreText(s: SubScore): string {
-  const said = [s.metadata?.verdict, s.metadata?.claim ?? s.metadata?.chunk, s.metadata?.reason].filter((x) => typeof x === "string" && x);
-  return `${s.name}: ${s.value}${s.weight === undefined ? "" : ` × ${s.weight}`}${said.length ? ` ${said.join(" — ")}` : ""}`;
+/** Subscores, one row each (a combineAny/combineAll's inputs indented under it): name, score, weight, and what was said. */
+function subscoreTable(subscores: readonly SubScore[]): HTMLTableElement {
+  const head = el("tr");
+  head.append(...["name", "score", "weight", "reason"].map((h) => el("th", h)));
+  const thead = el("thead");
+  thead.append(head);
+  const tbody = el("tbody");
+  const rows = (s: SubScore, depth: number): HTMLTableRowElement[] => {
+    // the server passes a function grader's subscores through as they were returned
+    if (typeof s !== "object" || s === null) return [row([JSON.stringify(s), "", "", ""])];
+    const tr = el("tr");
+    const name = el("td", String(s.name ?? ""));
+    if (depth) {
+      tr.className = "child";
+      name.style.paddingLeft = `${0.4 + depth}rem`;
+    }
+    const reason = el("td");
+    const { verdict, claim, chunk, reason: said } = s.metadata ?? {};
+    if (typeof verdict === "string") reason.append(verdictBadge(verdict), " ");
+    const quoted = claim ?? chunk;
+    if (typeof quoted === "string" && quoted) reason.append(el("q", quoted), typeof said === "string" && said ? " — " : "");
+    if (typeof said === "string") reason.append(said);
+    tr.append(name, numberCell(s.value), s.weight === undefined ? el("td") : numberCell(s.weight), reason);
+    return [tr, ...(Array.isArray(s.children) ? s.children.flatMap((c) => rows(c, depth + 1)) : [])];
+  };
+  tbody.append(...subscores.flatMap((s) => rows(s, 0)));
+  const table = el("table", "", "subscores");
+  table.append(thead, tbody);
+  return table;
 }
 
 /** The messages the selected judge would send for the first test thread; no model is called. */
 async function showPrompt(): Promise<void> {
   if (!client || !selected) return;
   try {
-    const [thread] = parseItems<WireThread>(val("#threads"), "thread");
+    const [thread] = parseItems<WireThread>(val("#threads"), "thread", "threads ");
     const { messages } = await client.graders.prompt({ graderKey: selected, thread });
     $("#prompt").replaceChildren(
       el("h3", "Prompt"),
@@ -583,10 +728,11 @@ async function showPrompt(): Promise<void> {
         return message;
       }),
     );
+    inBox($("#test-error"))();
     status(`the prompt ${selected} sends for the first thread`, true);
   } catch (error) {
     $("#prompt").replaceChildren();
-    status(errorText(error));
+    fail(error, inBox($("#test-error")));
   }
 }
 
@@ -611,8 +757,12 @@ $("#create-submit").addEventListener("click", () => void create("create"));
 $("#update-submit").addEventListener("click", () => void create("update"));
 $("#edit").addEventListener("click", async () => {
   if (!client || !selected) return;
-  const g = await client.graders.get({ graderKey: selected });
-  showEditor({ key: g.key, source: g.source ?? "", description: g.description });
+  try {
+    const g = await client.graders.get({ graderKey: selected });
+    showEditor({ key: g.key, source: g.source ?? "", description: g.description });
+  } catch (error) {
+    fail(error, inBox($("#detail-error")));
+  }
 });
 $("#diff-run").addEventListener("click", () => void showDiff());
 $("#lock").addEventListener("click", async () => {
@@ -621,20 +771,23 @@ $("#lock").addEventListener("click", async () => {
     await client.graders.lock({ graderKey: selected, locked: $("#lock").dataset.locked !== "true" });
     await open(selected);
   } catch (error) {
-    status(errorText(error));
+    fail(error, inBox($("#detail-error")));
   }
 });
 $("#delete").addEventListener("click", async () => {
   if (!client || !selected || !confirm(`Delete grader "${selected}"? This cannot be undone.`)) return;
+  const key = selected;
   try {
-    await client.graders.delete({ graderKey: selected });
-    status(`deleted ${selected}`, true);
+    await client.graders.delete({ graderKey: key });
+    status(`deleted ${key}`, true);
     selected = undefined;
     $("#detail").hidden = true;
     $("#show-prompt").hidden = true;
     await refresh();
   } catch (error) {
-    status(`cannot delete: ${errorText(error)}`);
+    // locked since it was opened: show it as locked (Delete disabled, the reason beside it)
+    if (error instanceof APIError && error.code === "GRADER_LOCKED") await open(key).catch(() => undefined);
+    fail(error, underRow(rowOf("#graders", key), $("#detail-error")));
   }
 });
 $("#threads-file").addEventListener("change", async () => {

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { FakeOpenAI } from "./fake-openai.ts";
@@ -103,15 +103,34 @@ test("create: a failing check is shown on the offending line; a good source is c
   assert.equal(s.store.get("web", "broken"), undefined, "the failed one was not saved");
 });
 
-test("lock refuses delete with the reason shown; unlock and delete after confirming", async () => {
+test("lock disables delete with the reason beside it; a lock made elsewhere is reported under the row in words; unlock and delete after confirming", async () => {
   await page.click("#graders tr[data-key='lengthy']");
   await page.waitForSelector("#lock:has-text('Lock')");
+  assert.equal(await page.isEnabled("#delete"), true);
+  assert.equal(await page.isVisible("#lock-reason"), false);
   await page.click("#lock");
   await page.waitForSelector("#lock:has-text('Unlock')");
+  assert.equal(await page.isEnabled("#delete"), false, "a locked grader cannot be deleted: the button says so by being disabled");
+  assert.equal(await page.getAttribute("#delete", "title"), "Locked: unlock it to delete");
+  assert.equal(await page.textContent("#lock-reason"), "Locked: unlock it to delete or edit");
+  assert.equal(await page.isVisible("#lock-reason"), true);
+  assert.equal(await page.isEnabled("#edit"), false);
+
+  // locked behind the console's back: Delete still looks enabled, the refusal is shown under the grader's row, in words
+  await page.click("#lock");
+  await page.waitForSelector("#lock:has-text('Lock')");
+  assert.equal((await call(s.app, "PUT", "/v1/projects/web/graders/lengthy/lock", { locked: true })).status, 200);
   page.once("dialog", (d) => void d.accept());
   await page.click("#delete");
-  await page.waitForSelector("#status:has-text('GRADER_LOCKED')");
+  const error = page.locator("#graders tr[data-key='lengthy'] + tr.row-error");
+  await error.waitFor();
+  assert.equal(await error.textContent(), "Locked: unlock it to delete");
+  assert.doesNotMatch((await page.textContent("main")) ?? "", /\bPUT\b|\/lock\b|GRADER_LOCKED/, "no HTTP hint anywhere");
+  assert.equal(await page.textContent("#status"), "", "a refused delete is not a page-wide error");
+  await page.waitForSelector("#lock:has-text('Unlock')");
+  assert.equal(await page.isEnabled("#delete"), false, "the console now knows it is locked");
   assert.ok(s.store.get("web", "lengthy"));
+
   await page.click("#lock");
   await page.waitForSelector("#lock:has-text('Lock')");
   page.once("dialog", (d) => void d.dismiss());
@@ -332,8 +351,10 @@ test("judges: register a model, refuse a broken template at its line, create a b
 
   page.once("dialog", (d) => void d.accept());
   await page.click("#models tr[data-key='judge-m'] button");
-  await page.waitForSelector("#status:has-text('MODEL_IN_USE')");
-  assert.match((await page.textContent("#status")) ?? "", /used by grader "polite"/);
+  const inUse = page.locator("#models tr[data-key='judge-m'] + tr.row-error");
+  await inUse.waitFor();
+  assert.match((await inUse.textContent()) ?? "", /^MODEL_IN_USE: .*used by grader "polite"/);
+  assert.equal(await page.textContent("#status"), "", "under the model's row, not in the page header");
   assert.ok(s.store.mustGetModel("web", "judge-m"), "the model in use was kept");
 });
 
@@ -395,4 +416,268 @@ test("endpoints: a closed port is refused in the form; the example reward server
     ["11", "20"],
   );
   await shot("console-endpoint");
+});
+
+// A function grader that explains its score: a reason, and one weighted subscore per check.
+const SCORED = `async function grade(thread: StringThread): Promise<GradeScore> {
+  const expected = thread.metadata.expected;
+  if (typeof expected !== "string") throw new TypeError(\`metadata.expected must be a string, got \${typeof expected}\`);
+  const answer = (thread.completion() ?? "").trim();
+  const exact = answer === expected ? 1 : 0;
+  const brief = answer.length <= 12 ? 1 : 0.5;
+  return {
+    score: 0.7 * exact + 0.3 * brief,
+    reason: exact ? "the expected answer" : \`not "\${expected}"\`,
+    subscores: [
+      { name: "exact", value: exact, weight: 0.7, metadata: { reason: \`compared with metadata.expected "\${expected}"\` } },
+      { name: "brief", value: brief, weight: 0.3, metadata: { reason: \`length \${answer.length}\` } },
+    ],
+  };
+}`;
+const said = (content: string, metadata: Record<string, unknown> = { expected: "4" }) =>
+  JSON.stringify({
+    turns: [
+      { role: "user", content: "What is 2 + 2?" },
+      { role: "assistant", content },
+    ],
+    metadata,
+  });
+
+/** Each subscore of the n-th result (1-based) as its cells: name, score, weight, reason. */
+const subscores = (n: number) =>
+  page.evaluate(
+    (n) =>
+      [...document.querySelectorAll(`#results > tbody > tr:nth-child(${n}) table.subscores > tbody > tr`)].map((tr) =>
+        [...tr.children].map((td) => td.textContent),
+      ),
+    n,
+  );
+
+/** Runs the test panel on the selected (stored, current) grader and waits for `rows` result rows. */
+async function runStored(threads: string[], rows: number): Promise<void> {
+  await page.check("input[name='target'][value='stored']");
+  await page.fill("#test-version", "");
+  await page.fill("#threads", threads.join("\n"));
+  await page.click("#run-test");
+  await page.waitForFunction(
+    (rows) =>
+      document.querySelectorAll("#results > tbody > tr").length === rows &&
+      !!document.querySelector("#status")?.textContent?.startsWith("graded"),
+    rows,
+  );
+}
+
+test("the test panel shows each result's score, reason and subscores (name, score, weight, reason) for function, combined and judge graders", async () => {
+  // samples of its own: the built-in one has no metadata.expected, on which it throws
+  const samples = [{ thread: JSON.parse(said("4")), expected: 1 }];
+  assert.equal(
+    (
+      await call(s.app, "POST", "/v1/projects/web/graders", {
+        key: "scored",
+        description: "the expected answer, briefly",
+        source: SCORED,
+        samples,
+      })
+    ).status,
+    201,
+  );
+  const blend = {
+    key: "blend",
+    description: "scored, with exact as a check",
+    mode: "weighted",
+    graders: [
+      { graderKey: "scored", weight: 3 },
+      { graderKey: "exact", weight: 1 },
+    ],
+  };
+  assert.equal((await call(s.app, "POST", "/v1/projects/web/graders/combined", blend)).status, 201);
+  await page.reload();
+
+  // a function grader
+  await page.click("#graders tr[data-key='scored']");
+  await page.waitForSelector("#detail-key:has-text('scored')");
+  await runStored([said("4"), said("The answer is four, I believe.")], 2);
+  assert.deepEqual((await page.locator("#results > tbody > tr:nth-child(1) > td").allTextContents()).slice(0, 2), ["1", "1"]);
+  assert.match((await page.textContent("#results > tbody > tr:nth-child(1) > td:nth-child(3)")) ?? "", /^the expected answer/);
+  assert.deepEqual(await subscores(1), [
+    ["exact", "1", "0.7", 'compared with metadata.expected "4"'],
+    ["brief", "1", "0.3", "length 1"],
+  ]);
+  assert.equal(await page.textContent("#results > tbody > tr:nth-child(2) > td:nth-child(2)"), "0.15");
+  assert.deepEqual(await subscores(2), [
+    ["exact", "0", "0.7", 'compared with metadata.expected "4"'],
+    ["brief", "0.5", "0.3", "length 30"],
+  ]);
+
+  // a combined grader: one subscore per part, its weight normalized, the part's reason
+  await page.click("#graders tr[data-key='blend']");
+  await page.waitForSelector("#detail-key:has-text('blend')");
+  await runStored([said("The answer is four, I believe.")], 1);
+  assert.equal(await page.textContent("#results > tbody > tr > td:nth-child(2)"), "0.112", "rounded to 3 decimals, in full in its title");
+  assert.equal(await page.getAttribute("#results > tbody > tr > td:nth-child(2)", "title"), "0.11249999999999999");
+  assert.deepEqual(await subscores(1), [
+    ["scored", "0.15", "0.75", 'not "4"'],
+    ["exact", "0", "0.25", ""],
+  ]);
+
+  // a judge: a rubric's criteria, each with its verdict and the judge's reason
+  fake.fallback = {
+    json: {
+      criteria: [
+        { name: "tone", reason: "polite throughout", verdict: "MET" },
+        { name: "rude", reason: "no insults", verdict: "UNMET" },
+      ],
+    },
+  };
+  await page.click("#graders tr[data-key='rubric']");
+  await page.waitForSelector("#detail-key:has-text('rubric')");
+  await runStored([said("4")], 1);
+  assert.match((await page.textContent("#results > tbody > tr > td:nth-child(3)")) ?? "", /^1 of 2 criteria met · \d+ tokens/);
+  assert.deepEqual(await subscores(1), [
+    ["tone", "1", "10", "MET polite throughout"],
+    ["rude", "0", "-5", "UNMET no insults"],
+  ]);
+  assert.equal(await page.locator("#results table.subscores .verdict.met").count(), 1);
+});
+
+test("errors show where they happened: under Run, under the editor's line, under a grader's row; the page header only for the page", async () => {
+  const status = async () => (await page.textContent("#status")) ?? "";
+  await page.click("#graders tr[data-key='scored']");
+  await page.waitForSelector("#detail-key:has-text('scored')");
+  await runStored([said("4")], 1);
+  assert.match(await status(), /^graded 1 thread/);
+
+  // threads that are not JSON: in the test panel
+  await page.fill("#threads", `${said("4")}\n{"turns": [`);
+  await page.click("#run-test");
+  await page.waitForSelector("#test-error:has-text('line 2 is not JSON')");
+  assert.equal(await status(), "", "not in the page header");
+  assert.equal(await page.locator("#results > tbody > tr").count(), 0);
+
+  // a grader deleted behind the console's back: in the test panel
+  assert.equal((await call(s.app, "POST", "/v1/projects/web/graders", { key: "gone", source: "async (t) => 1" })).status, 201);
+  await page.reload();
+  await page.click("#graders tr[data-key='gone']");
+  await page.waitForSelector("#detail-key:has-text('gone')");
+  assert.equal((await call(s.app, "DELETE", "/v1/projects/web/graders/gone")).status, 204);
+  await page.fill("#threads", said("4"));
+  await page.click("#run-test");
+  await page.waitForSelector("#test-error:has-text('GRADER_NOT_FOUND')");
+  assert.equal(await status(), "");
+
+  // a failed save: under the editor, the message under the line it is about
+  await page.click("#graders tr[data-key='scored']");
+  await page.waitForSelector("#detail-key:has-text('scored')");
+  await page.click("#edit");
+  await page.waitForSelector("#update-submit:visible");
+  await page.fill("#create-source", "async function grade(t) {\n  return t.completion(;\n}");
+  await page.click("#update-submit");
+  await page.waitForSelector("#create-error .error-note");
+  assert.equal(await status(), "");
+  assert.deepEqual(
+    await page.evaluate(() => {
+      const line = document.querySelector("#create-error .error-line");
+      return [line?.getAttribute("data-line"), line?.nextElementSibling?.className];
+    }),
+    ["2", "error-note"],
+  );
+  assert.match((await page.textContent("#create-error .error-note")) ?? "", /^\s*\^\s*syntax check failed: /);
+  assert.equal(s.store.mustGet("web", "scored").version, 1, "nothing was saved");
+
+  // a refused delete: under that grader's row
+  await page.click("#graders tr[data-key='scored']");
+  await page.waitForSelector("#detail-key:has-text('scored')");
+  page.once("dialog", (d) => void d.accept());
+  await page.click("#delete");
+  const inUse = page.locator("#graders tr[data-key='scored'] + tr.row-error");
+  await inUse.waitFor();
+  assert.match((await inUse.textContent()) ?? "", /^GRADER_IN_USE: .*"blend"/);
+  assert.equal(await status(), "");
+
+  // the server out of reach is the page's problem: the header says so (and the panel too)
+  await page.route("**/grade-batch", (route) => route.abort("connectionrefused"));
+  await page.fill("#threads", said("4"));
+  await page.click("#run-test");
+  await page.waitForSelector("#status:has-text('cannot reach Gradebox')");
+  await page.waitForSelector("#test-error:has-text('cannot reach Gradebox')");
+  await page.unroute("**/grade-batch");
+});
+
+/**
+ * Whether anything sticks out sideways: the document's scroll width, every visible element whose
+ * visible part (clipped by its scrolling or clipping ancestors) leaves the window, and every panel
+ * that scrolls sideways as a whole (only code blocks may).
+ */
+const overflow = () =>
+  page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const outside: string[] = [];
+    for (const e of document.body.querySelectorAll("*")) {
+      if (!e.checkVisibility()) continue;
+      const box = e.getBoundingClientRect();
+      if (box.width === 0 && box.height === 0) continue;
+      let [left, right] = [box.left, box.right];
+      for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX === "visible") continue;
+        const clip = a.getBoundingClientRect();
+        [left, right] = [Math.max(left, clip.left), Math.min(right, clip.right)];
+      }
+      if (right > left && (left < -0.5 || right > width + 0.5))
+        outside.push(
+          `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ""}${e.className ? `.${String(e.className).replace(/ /g, ".")}` : ""} [${Math.round(left)}, ${Math.round(right)}]`,
+        );
+    }
+    const sideways = [...document.querySelectorAll("main > section")]
+      .filter((p) => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
+      .map((p) => `${p.id} ${p.scrollWidth} > ${p.clientWidth}`);
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, outside: outside.slice(0, 20), sideways };
+  });
+
+async function fits(width: number, what: string): Promise<void> {
+  const o = await overflow();
+  assert.ok(o.scrollWidth <= o.innerWidth, `${width} px, ${what}: the page is ${o.scrollWidth} px wide`);
+  assert.deepEqual(o.outside, [], `${width} px, ${what}: elements outside the window`);
+  assert.deepEqual(o.sideways, [], `${width} px, ${what}: panels that scroll sideways`);
+}
+
+test("the layout fits 420 px and 1440 px (list, an open grader, the test panel with results, the editor, a judge's prompt); screenshots of both", async () => {
+  const update = process.env.GRADEBOX_UPDATE_SCREENSHOTS === "1";
+  try {
+    for (const width of [420, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.reload();
+      await page.waitForSelector("#graders tr[data-key='scored']");
+      await page.click("#graders tr[data-key='scored']");
+      await page.waitForSelector("#detail-key:has-text('scored')");
+      assert.equal(await page.isVisible("#source"), true);
+      await runStored([said("4"), said("The answer is four, I believe."), said("4", {})], 4);
+      await fits(width, "a grader and its test results");
+      assert.equal(await page.locator("#results tr.error-source").count(), 1, "a thrown error's row with its source line");
+      assert.equal(await page.locator("#results table.subscores").count(), 2);
+      // the README's screenshot: taken every run (it fails if the page cannot render), written when missing or asked for
+      const png = await page.screenshot({ fullPage: true });
+      assert.ok(png.length > 10_000, "a screenshot of something");
+      const file = new URL(`../docs/console-${width}.png`, import.meta.url);
+      if (update || !existsSync(file)) writeFileSync(file, png);
+
+      await page.click("#edit");
+      await page.waitForSelector("#update-submit:visible");
+      await page.fill(
+        "#create-source",
+        `${SCORED.split("\n").slice(0, 4).join("\n")}\n  return { score: exact, reason: "a line long enough to need a scroll bar at any width of the window", subscores: [ };\n}`,
+      );
+      await page.click("#update-submit");
+      await page.waitForSelector("#create-error .error-note");
+      await fits(width, "the editor with a refused save");
+
+      await page.click("#graders tr[data-key='polite']");
+      await page.waitForSelector("#detail-key:has-text('polite')");
+      await page.fill("#threads", said("4"));
+      await page.click("#show-prompt");
+      await page.waitForSelector("#prompt .message[data-role='user']");
+      await fits(width, "a judge and its prompt");
+    }
+  } finally {
+    await page.setViewportSize({ width: 1400, height: 900 });
+  }
 });
