@@ -5,7 +5,7 @@ export PATH := $(CURDIR)/.node/bin:$(PATH)
 NODE := node --no-node-snapshot --import tsx
 TESTS := $(sort $(wildcard test/*.test.ts))
 
-.PHONY: install run test check bench soak clean package
+.PHONY: install run test test-postgres check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -30,7 +30,15 @@ check: install
 test: check
 	scripts/ensure-chromium.sh
 	scripts/ensure-pytest.sh
+	scripts/ensure-postgres.sh
+	scripts/ensure-haproxy.sh
 	$(NODE) --test --test-concurrency=1 $(TESTS)
+
+# The suite again on PostgreSQL: every server a test starts gets a database of its own in a
+# throwaway cluster (scripts/test-postgres.ts). FILES="test/a.test.ts …" runs only those.
+test-postgres: install
+	scripts/ensure-postgres.sh
+	$(NODE) scripts/test-postgres.ts $(FILES)
 
 # The installable packages: dist/gradebox-<version>.tgz (SDK + client CLI, `npm install` it anywhere).
 # The Python client installs from its directory: `pip install clients/python`.

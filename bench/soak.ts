@@ -254,10 +254,10 @@ async function main(): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), "gradebox-soak-"));
   const dbPath = join(dir, "gradebox.db");
-  const store = new Store(dbPath);
-  const neighbourKey = store.keys.create("neighbour", "soak").key;
-  const attackerKey = store.keys.create("attacker", "soak").key;
-  store.close();
+  const store = await Store.open({ db: dbPath });
+  const neighbourKey = (await store.keys.create("neighbour", "soak")).key;
+  const attackerKey = (await store.keys.create("attacker", "soak")).key;
+  await store.close();
   const metricsToken = `soak_${randomBytes(12).toString("hex")}`;
   const server = await spawnServer({
     GRADEBOX_DB: dbPath,

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../server/config.ts";
+import { isPostgresUrl } from "../server/db/db.ts";
 import { Store } from "../server/store.ts";
 import { usageError } from "./api.ts";
 
@@ -21,21 +22,23 @@ interface KeysOptions {
  * exist is created only with --init: a key made in a stray new database would be refused by the
  * server, which reads another.
  */
-function withStore<T>(opts: KeysOptions, fn: (store: Store) => T): T {
-  const { dbPath } = loadConfig();
-  const path = dbPath === ":memory:" ? dbPath : resolve(dbPath);
-  const exists = path === ":memory:" || existsSync(path);
+async function withStore<T>(opts: KeysOptions, fn: (store: Store) => Promise<T>): Promise<T> {
+  const { dbPath, pgPool } = loadConfig();
+  // a PostgreSQL registry (GRADEBOX_DB=postgres://…) is the servers' own: it exists or the connection fails
+  const postgres = isPostgresUrl(dbPath);
+  const path = dbPath === ":memory:" || postgres ? dbPath : resolve(dbPath);
+  const exists = path === ":memory:" || postgres || existsSync(path);
   if (!exists && !opts.init) {
     usageError(
       `no database at ${path}: run gradebox keys from the server's directory, set GRADEBOX_DB to the server's database, or pass --init to create a new one there`,
     );
   }
-  console.error(`database ${path}${exists ? "" : " (created)"}`);
-  const store = new Store(path);
+  const store = await Store.open({ db: path, pgPool: Math.min(pgPool, 2) });
+  console.error(`database ${store.db.label}${exists ? "" : " (created)"}`);
   try {
-    return fn(store);
+    return await fn(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -68,11 +71,11 @@ export function addServerCommands(program: Command): void {
     .option("-l, --label <text>", "a note to recognise the key by", "")
     .option("--json", "print JSON")
     .option("--init", INIT_HELP)
-    .action((opts: KeysOptions & { project: string; label: string }, command: Command) => {
+    .action(async (opts: KeysOptions & { project: string; label: string }, command: Command) => {
       if (!/^[a-z0-9][a-z0-9._-]{0,127}$/.test(opts.project)) {
         command.error(`error: project must match [a-z0-9][a-z0-9._-]{0,127}, got "${opts.project}"`);
       }
-      const { key, info } = withStore(opts, (s) => s.keys.create(opts.project, opts.label));
+      const { key, info } = await withStore(opts, (s) => s.keys.create(opts.project, opts.label));
       if (opts.json) console.log(JSON.stringify({ key, ...info }));
       else console.log(`${key}\n\n(${info.id} for project ${info.project}; it is not shown again)`);
     });
@@ -83,8 +86,8 @@ export function addServerCommands(program: Command): void {
     .option("-p, --project <name>", "only this project")
     .option("--json", "print JSON")
     .option("--init", INIT_HELP)
-    .action((opts: KeysOptions & { project?: string }) => {
-      const rows = withStore(opts, (s) => s.keys.list(opts.project));
+    .action(async (opts: KeysOptions & { project?: string }) => {
+      const rows = await withStore(opts, (s) => s.keys.list(opts.project));
       if (opts.json) return console.log(JSON.stringify(rows));
       if (rows.length === 0) return console.log("no keys");
       for (const k of rows) {
@@ -98,9 +101,9 @@ export function addServerCommands(program: Command): void {
     .argument("<id>", "the key id, key_…")
     .option("--json", "print JSON")
     .option("--init", INIT_HELP)
-    .action((id: string, opts: KeysOptions) => {
+    .action(async (id: string, opts: KeysOptions) => {
       try {
-        withStore(opts, (s) => s.keys.revoke(id));
+        await withStore(opts, (s) => s.keys.revoke(id));
       } catch (error) {
         console.error(`error: ${(error as Error).message}`);
         process.exit(1);

@@ -249,7 +249,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   app.get("/readyz", { schema: readyz }, async (_req, reply) => {
     let database = false;
     try {
-      database = store.db.open && store.db.prepare("SELECT 1 AS ok").get() !== undefined;
+      database = await store.db.ping();
     } catch {}
     const ready = database && pool.readyWorkers > 0;
     return reply.code(ready ? 200 : 503).send({ status: ready ? "ready" : "not ready", database, workers: pool.readyWorkers });
@@ -262,14 +262,14 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
 
   // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
-    try {
-      if (store.recordFault(graderIdOf(graderId), reason)) {
+    store.recordFault(graderIdOf(graderId), reason).then(
+      (quarantined) => {
+        if (!quarantined) return;
         metrics.quarantines.inc();
         app.log.warn({ graderId, reason }, "grader quarantined");
-      }
-    } catch (error) {
-      app.log.error({ err: error, graderId }, "could not record a grader fault");
-    }
+      },
+      (error) => app.log.error({ err: error, graderId }, "could not record a grader fault"),
+    );
   };
   const onWorkerExit = (info: { pid: number; code: number | null; signal: string | null; stderrTail: string }) => {
     metrics.workerRestarts.inc();

@@ -13,11 +13,11 @@ declare module "fastify" {
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MetricsToken } from "./bootstrap.ts";
 import { AppError } from "./errors.ts";
-import type { Keys } from "./keys.ts";
+import type { RegistryCache } from "./registry-cache.ts";
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-export function authenticate(keys: Keys) {
+export function authenticate(registry: Pick<RegistryCache, "verifyKey">) {
   return async (req: FastifyRequest) => {
     const match = BEARER.exec(req.headers.authorization ?? "");
     if (!match) {
@@ -26,7 +26,7 @@ export function authenticate(keys: Keys) {
         "send `Authorization: Bearer <api key>`; `npx gradebox keys create --project <name>` makes a key (make run prints the default one)",
       );
     }
-    const project = keys.verify(match[1]);
+    const project = await registry.verifyKey(match[1]);
     if (!project) throw new AppError("UNAUTHORIZED", "the API key is not valid or has been revoked");
     req.project = project;
     const wanted = (req.params as { project?: string }).project;

@@ -3,19 +3,33 @@
 // the metrics token, unless GRADEBOX_METRICS_TOKEN sets it, saved next to the database too.
 
 import { randomBytes } from "node:crypto";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "./config.ts";
+import { isPostgresUrl } from "./db/db.ts";
 import type { Store } from "./store.ts";
 
-export function defaultKeyPath(dbPath: string): string {
-  return join(dirname(dbPath), "default.key");
+/** Where the server keeps its files: next to a SQLite database, or ./data with PostgreSQL. */
+export function stateDir(dbPath: string): string {
+  return isPostgresUrl(dbPath) ? "data" : dirname(dbPath);
 }
 
-export function bootstrapDefaultKey(store: Store, dbPath: string): void {
-  if (!store.keys.empty || dbPath === ":memory:") return;
-  const { key } = store.keys.create("default", "created at first start");
+export function defaultKeyPath(dbPath: string): string {
+  return join(stateDir(dbPath), "default.key");
+}
+
+export async function bootstrapDefaultKey(store: Store, dbPath: string): Promise<void> {
+  if (dbPath === ":memory:" || !(await store.keys.isEmpty())) return;
+  if (isPostgresUrl(dbPath)) {
+    // a shared registry: nodes starting together would each make one, into files on their own disks; an operator makes the first
+    process.stdout.write(
+      "\nThe registry has no API keys yet: make one with\n\n  GRADEBOX_DB=<this database's URL> npx gradebox keys create --project default\n\n",
+    );
+    return;
+  }
+  const { key } = await store.keys.create("default", "created at first start");
   const path = defaultKeyPath(dbPath);
+  mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${key}\n`, { mode: 0o600 });
   process.stdout.write(
     `\nCreated project "default" and its API key (shown once, also saved to ${path}):\n\n  ${key}\n\n` +
@@ -24,7 +38,7 @@ export function bootstrapDefaultKey(store: Store, dbPath: string): void {
 }
 
 export function metricsTokenPath(dbPath: string): string {
-  return join(dirname(dbPath), "metrics.token");
+  return join(stateDir(dbPath), "metrics.token");
 }
 
 /** The bearer token GET /metrics needs, and where an operator finds it. */
@@ -59,6 +73,7 @@ export function bootstrapMetricsToken(config: Pick<Config, "dbPath" | "metricsTo
   if (existing) return { token: existing, source: { path }, created: false };
   const token = newMetricsToken();
   try {
+    mkdirSync(dirname(path), { recursive: true });
     // "wx": of two servers starting at once on one database, one writes and both use its token
     writeFileSync(path, `${token}\n`, { mode: 0o600, flag: existing === undefined ? "wx" : "w" });
     if (existing === "") chmodSync(path, 0o600);

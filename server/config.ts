@@ -21,6 +21,8 @@ const EnvSchema = z.object({
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
+  // PostgreSQL (GRADEBOX_DB=postgres://…): statement connections per node, besides the one that listens for changes
+  GRADEBOX_PG_POOL: int(10, 1, 1000),
   // host names and CIDRs outbound calls (judge models) may reach beyond public addresses
   GRADEBOX_EGRESS_ALLOW: z
     .string()
@@ -61,6 +63,8 @@ export interface Config {
   maxTurns: number;
   /** characters per turn content */
   maxContent: number;
+  /** PostgreSQL: statement connections per node */
+  pgPool: number;
   /** GRADEBOX_EGRESS_ALLOW: host names and CIDRs outbound calls may reach beyond public addresses */
   egressAllow: string;
   /** the bearer token GET /metrics needs; unset: made at first start (bootstrapMetricsToken) */
@@ -91,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBatch: e.GRADEBOX_MAX_BATCH,
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,
+    pgPool: e.GRADEBOX_PG_POOL,
     egressAllow: e.GRADEBOX_EGRESS_ALLOW,
     ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),
   };

@@ -38,13 +38,14 @@ export class Grading {
     { version, route }: { version?: number; route: "grade" | "grade-batch" },
   ): Promise<{ outcomes: GradeOutcome[]; version: number }> {
     const started = performance.now();
-    const row = this.store.mustGet(project, key);
+    // the hot path: a warm grader is read from this node's cache, not the database
+    const row = await this.store.cache.grader(project, key);
     let code = { id: sandboxId(row.id, row.version), project, compiled: row.compiled };
     if (version !== undefined && version !== row.version) {
       if (row.kind !== "function") {
         throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
       }
-      code = { id: sandboxId(row.id, version), project, compiled: this.store.mustGetVersion(project, key, version).compiled };
+      code = { id: sandboxId(row.id, version), project, compiled: (await this.store.cache.version(row, version)).compiled };
     }
     const outcomes = await this.grade(row, code, threads);
     this.metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);

@@ -14,8 +14,14 @@ try {
   process.exit(2);
 }
 
-const store = new Store(config.dbPath);
-bootstrapDefaultKey(store, config.dbPath);
+let store: Store;
+try {
+  store = await Store.open({ db: config.dbPath, pgPool: config.pgPool });
+} catch (error) {
+  console.error(`cannot open the database ${config.dbPath.replace(/\/\/([^:/@]+):[^@/]*@/, "//$1:***@")}: ${(error as Error).message}`);
+  process.exit(2);
+}
+await bootstrapDefaultKey(store, config.dbPath);
 const metricsToken = bootstrapMetricsToken(config);
 const metricsTokenAt =
   typeof metricsToken.source === "object"
@@ -50,7 +56,7 @@ async function shutdown(signal: string) {
   clearInterval(idle);
   clearTimeout(cut);
   await pool.close();
-  store.close();
+  await store.close();
   process.exit(0);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
@@ -58,4 +64,4 @@ process.on("SIGINT", () => void shutdown("SIGINT"));
 
 await app.listen({ host: config.host, port: config.port });
 app.log.info(`GET /metrics needs \`Authorization: Bearer <metrics token>\`; the metrics token is ${metricsTokenAt}`);
-app.log.info(`gradebox listening on http://${config.host}:${config.port} (database ${config.dbPath}, ${config.workers} sandbox workers)`);
+app.log.info(`gradebox listening on http://${config.host}:${config.port} (database ${store.db.label}, ${config.workers} sandbox workers)`);

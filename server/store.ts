@@ -1,19 +1,19 @@
-// The grader repository over one better-sqlite3 connection. Migrations are numbered SQL files
-// applied in order at start-up, each in its own transaction; statements are prepared once.
+// The registry: graders, their versions, models, faults and keys, over either database (db/):
+// SQLite embedded, or PostgreSQL shared by many nodes. Every write is one transaction that
+// publishes what it changed, so each node's caches (registry-cache.ts) drop what is stale.
 
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
-import { dirname } from "node:path";
-import Database from "better-sqlite3";
 import type { z } from "zod";
 import type { WireThread } from "../sdk/thread.ts";
+import { type Db, isPostgresUrl, isUniqueViolation, type Queryable } from "./db/db.ts";
+import { PostgresDb } from "./db/postgres.ts";
+import { SqliteDb } from "./db/sqlite.ts";
 import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
 import type { JudgeSpec, ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
+import { RegistryCache } from "./registry-cache.ts";
 import type { GraderVersionDetail } from "./schemas.ts";
-
-const MIGRATIONS_DIR = new URL("../migrations/", import.meta.url);
 
 export type CombineMode = "weighted" | "any" | "all";
 export interface Part {
@@ -162,7 +162,7 @@ function configOf(kind: string, config: string | null, modelId: string | null): 
   return {};
 }
 
-const SELECT_GRADER = `SELECT g.*, (SELECT count(*) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > @since) AS recent_faults FROM graders g`;
+const SELECT_GRADER = `SELECT g.*, (SELECT CAST(count(*) AS INTEGER) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > ?) AS recent_faults FROM graders g`;
 const since = () => new Date(Date.now() - FAULT_WINDOW_MS).toISOString();
 
 /**
@@ -186,111 +186,97 @@ export function assertUpdatable(row: GraderRow): void {
 export const graderExists = (project: string, key: string) =>
   new AppError("GRADER_EXISTS", `grader "${key}" already exists in project "${project}"; delete it first or pick another key`);
 
-export function migrate(db: Database.Database): string[] {
-  db.exec(
-    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT",
-  );
-  const applied = new Set((db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version));
-  const files = readdirSync(MIGRATIONS_DIR)
-    .filter((f) => /^\d{4}_.+\.sql$/.test(f))
-    .sort();
-  const ran: string[] = [];
-  for (const file of files) {
-    const version = Number(file.slice(0, 4));
-    if (applied.has(version)) continue;
-    const sql = readFileSync(new URL(file, MIGRATIONS_DIR), "utf8");
-    db.transaction(() => {
-      db.exec(sql);
-      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(version, file, new Date().toISOString());
-    })();
-    ran.push(file);
-  }
-  return ran;
+const SQL = {
+  insert: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, version)
+           VALUES (?, ?, ?, 'function', ?, ?, ?, ?, 0, ?, ?, ?, 1)`,
+  get: `${SELECT_GRADER} WHERE g.project = ? AND g.key = ?`,
+  list: `${SELECT_GRADER} WHERE g.project = ? AND g.key > ? ORDER BY g.key LIMIT ?`,
+  addFault: "INSERT INTO grader_faults (grader_id, at, reason) VALUES (?, ?, ?)",
+  countFaults: "SELECT CAST(count(*) AS INTEGER) AS n FROM grader_faults WHERE grader_id = ? AND at > ?",
+  quarantine: "UPDATE graders SET quarantined_at = ? WHERE id = ? AND quarantined_at IS NULL",
+  projectOf: "SELECT project FROM graders WHERE id = ?",
+  release: "UPDATE graders SET quarantined_at = NULL WHERE id = ?",
+  clearFaults: "DELETE FROM grader_faults WHERE grader_id = ?",
+  lock: "UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?",
+  delete: "DELETE FROM graders WHERE project = ? AND key = ? AND locked = 0",
+  insertCombined: `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
+                   VALUES (?, ?, ?, 'combined', ?, ?, '', '', '', 0, '[]', ?, ?)`,
+  insertPart: "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
+  parts: `SELECT g.id, g.key AS "graderKey", g.kind, g.config, g.model_id AS "modelId", coalesce(p.part_version, g.version) AS version,
+                 CASE WHEN p.part_version IS NULL THEN 0 ELSE 1 END AS pinned,
+                 coalesce(v.compiled, g.compiled) AS compiled, g.quarantined_at AS "quarantinedAt", p.name, p.weight
+          FROM grader_parts p JOIN graders g ON g.id = p.part_id
+          LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
+          WHERE p.combined_id = ? ORDER BY p.position`,
+  insertVersion: `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, samples, created_at)
+                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  setCurrent: `UPDATE graders SET version = ?, description = ?, source = ?, compiled = ?, source_sha256 = ?, warnings = ?, updated_at = ? WHERE id = ?`,
+  versions: "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
+  version: "SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?",
+  samples: "SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?",
+  insertConfigured: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
+                     VALUES (?, ?, ?, ?, ?, '', '', ?, 0, '[]', ?, ?, ?, ?)`,
+  insertModel: `INSERT INTO models (id, project, key, base_url, model, api_key_env, max_concurrency, timeout_ms, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  getModel: "SELECT * FROM models WHERE project = ? AND key = ?",
+  getModelById: "SELECT * FROM models WHERE id = ?",
+  listModels: "SELECT * FROM models WHERE project = ? ORDER BY key",
+  deleteModel: "DELETE FROM models WHERE id = ?",
+  modelUsers: "SELECT key FROM graders WHERE model_id = ? ORDER BY key",
+  usedBy: "SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key",
+};
+
+type RawPart = Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint"> & {
+  pinned: number;
+  config: string | null;
+  modelId: string | null;
+};
+type RawVersion = {
+  version: number;
+  description: string;
+  source: string;
+  compiled: string;
+  source_sha256: string;
+  warnings: string;
+  created_at: string;
+};
+
+export interface StoreOptions {
+  /** a SQLite path (or ":memory:"), or a postgres:// URL */
+  db: string;
+  /** PostgreSQL: connections per node in the statement pool */
+  pgPool?: number;
 }
 
 export class Store {
-  readonly db: Database.Database;
   readonly keys: Keys;
-  private readonly stmts;
+  /** what grading reads: graders, versions and keys kept by this node until a change drops them */
+  readonly cache: RegistryCache;
 
-  constructor(path: string) {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma("journal_mode = WAL");
-    this.db.pragma("foreign_keys = ON");
-    this.db.pragma("busy_timeout = 5000");
-    this.db.pragma("synchronous = NORMAL");
-    migrate(this.db);
-    this.keys = new Keys(this.db);
-    this.stmts = {
-      insert: this.db.prepare(
-        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, version)
-         VALUES (@id, @project, @key, 'function', @description, @source, @compiled, @sourceSha256, 0, @warnings, @now, @now, @version)`,
-      ),
-      get: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key = @key`),
-      list: this.db.prepare(`${SELECT_GRADER} WHERE g.project = @project AND g.key > @cursor ORDER BY g.key LIMIT @limit`),
-      addFault: this.db.prepare("INSERT INTO grader_faults (grader_id, at, reason) VALUES (?, ?, ?)"),
-      countFaults: this.db.prepare("SELECT count(*) AS n FROM grader_faults WHERE grader_id = ? AND at > ?"),
-      quarantine: this.db.prepare("UPDATE graders SET quarantined_at = ? WHERE id = ? AND quarantined_at IS NULL"),
-      release: this.db.prepare("UPDATE graders SET quarantined_at = NULL WHERE id = ?"),
-      clearFaults: this.db.prepare("DELETE FROM grader_faults WHERE grader_id = ?"),
-      lock: this.db.prepare("UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?"),
-      delete: this.db.prepare("DELETE FROM graders WHERE project = ? AND key = ? AND locked = 0"),
-      insertCombined: this.db.prepare(
-        `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
-         VALUES (@id, @project, @key, 'combined', @mode, @description, '', '', '', 0, '[]', @now, @now)`,
-      ),
-      insertPart: this.db.prepare(
-        "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
-      parts: this.db.prepare(
-        `SELECT g.id, g.key AS graderKey, g.kind, g.config, g.model_id AS modelId, coalesce(p.part_version, g.version) AS version, p.part_version IS NOT NULL AS pinned,
-                coalesce(v.compiled, g.compiled) AS compiled, g.quarantined_at AS quarantinedAt, p.name, p.weight
-         FROM grader_parts p JOIN graders g ON g.id = p.part_id
-         LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
-         WHERE p.combined_id = ? ORDER BY p.position`,
-      ),
-      insertVersion: this.db.prepare(
-        `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, samples, created_at)
-         VALUES (@id, @version, @description, @source, @compiled, @sourceSha256, @warnings, @samples, @now)`,
-      ),
-      setCurrent: this.db.prepare(
-        `UPDATE graders SET version = @version, description = @description, source = @source, compiled = @compiled,
-                source_sha256 = @sourceSha256, warnings = @warnings, updated_at = @now WHERE id = @id`,
-      ),
-      versions: this.db.prepare(
-        "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
-      ),
-      version: this.db.prepare("SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?"),
-      samples: this.db.prepare("SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?").pluck(),
-      insertConfigured: this.db.prepare(
-        `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
-         VALUES (@id, @project, @key, @kind, @description, '', '', @sha256, 0, '[]', @now, @now, @config, @modelId)`,
-      ),
-      insertModel: this.db.prepare(
-        `INSERT INTO models (id, project, key, base_url, model, api_key_env, max_concurrency, timeout_ms, created_at)
-         VALUES (@id, @project, @key, @baseURL, @model, @apiKeyEnv, @maxConcurrency, @timeoutMs, @now)`,
-      ),
-      getModel: this.db.prepare("SELECT * FROM models WHERE project = ? AND key = ?"),
-      getModelById: this.db.prepare("SELECT * FROM models WHERE id = ?"),
-      listModels: this.db.prepare("SELECT * FROM models WHERE project = ? ORDER BY key"),
-      deleteModel: this.db.prepare("DELETE FROM models WHERE id = ?"),
-      modelUsers: this.db.prepare("SELECT key FROM graders WHERE model_id = ? ORDER BY key"),
-      usedBy: this.db.prepare("SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key"),
-    };
+  private constructor(readonly db: Db) {
+    this.keys = new Keys(db);
+    // SQLite: `gradebox keys revoke` changes the file from another process, unheard here, so keys are read each time
+    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 60_000 : 0);
+  }
+
+  /** Opens the database named by `db` and brings its schema up to date. */
+  static async open({ db, pgPool = 10 }: StoreOptions): Promise<Store> {
+    return new Store(isPostgresUrl(db) ? await PostgresDb.open({ url: db, poolSize: pgPool }) : new SqliteDb(db));
+  }
+
+  private static changed(project: string) {
+    return { kind: "graders", project } as const;
   }
 
   /** Stores a combined grader; its parts must be function graders of the same project. */
-  insertCombined(g: { project: string; key: string; description: string; mode: CombineMode; parts: Part[] }): GraderRow {
+  async insertCombined(g: { project: string; key: string; description: string; mode: CombineMode; parts: Part[] }): Promise<GraderRow> {
     const id = randomUUID();
-    this.db.transaction(() => {
-      if (this.get(g.project, g.key)) {
-        throw graderExists(g.project, g.key);
-      }
+    await this.db.tx(async (q, publish) => {
+      if (await this.read(q, g.project, g.key)) throw graderExists(g.project, g.key);
       const now = new Date().toISOString();
-      this.stmts.insertCombined.run({ id, project: g.project, key: g.key, mode: g.mode, description: g.description, now });
-      g.parts.forEach((part, position) => {
-        const row = this.get(g.project, part.graderKey);
+      await q.run(SQL.insertCombined, [id, g.project, g.key, g.mode, g.description, now, now]);
+      for (const [position, part] of g.parts.entries()) {
+        const row = await this.read(q, g.project, part.graderKey);
         if (!row)
           throw new AppError("INVALID_COMPONENT", `part "${part.graderKey}" does not exist in project "${g.project}"; create it first`);
         if (row.kind === "combined") {
@@ -305,58 +291,77 @@ export class Store {
             `part "${part.graderKey}" is a ${row.kind} grader; only function graders have versions to pin`,
           );
         }
-        if (part.version !== undefined && !this.stmts.version.get(row.id, part.version)) {
+        if (part.version !== undefined && !(await q.get(SQL.version, [row.id, part.version]))) {
           throw new AppError(
             "INVALID_COMPONENT",
             `part "${part.graderKey}" has no version ${part.version} (it is at version ${row.version})`,
           );
         }
-        this.stmts.insertPart.run(id, position, row.id, part.name, part.weight, part.version ?? null);
-      });
-    })();
-    return this.get(g.project, g.key) as GraderRow;
+        await q.run(SQL.insertPart, [id, position, row.id, part.name, part.weight, part.version ?? null]);
+      }
+      publish(Store.changed(g.project));
+    });
+    return (await this.get(g.project, g.key)) as GraderRow;
   }
 
   /** Stores a judge grader; its model must be one of the project's. */
-  insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec; sha256: string }): GraderRow {
-    return this.insertConfigured("judge", g, this.mustGetModel(g.project, g.spec.model).id);
+  async insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec; sha256: string }): Promise<GraderRow> {
+    return this.insertConfigured("judge", g, (await this.mustGetModel(g.project, g.spec.model)).id);
   }
 
   /** Stores an external endpoint grader. */
-  insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec; sha256: string }): GraderRow {
+  insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec; sha256: string }): Promise<GraderRow> {
     return this.insertConfigured("endpoint", g, null);
   }
 
   /** A grader whose definition is its config (JSON); the row's UNIQUE (project, key) settles a race. */
-  private insertConfigured(
+  private async insertConfigured(
     kind: "judge" | "endpoint",
     g: { project: string; key: string; description: string; spec: unknown; sha256: string },
     modelId: string | null,
-  ): GraderRow {
+  ): Promise<GraderRow> {
+    const now = new Date().toISOString();
     try {
-      this.stmts.insertConfigured.run({
-        kind,
-        id: randomUUID(),
-        project: g.project,
-        key: g.key,
-        description: g.description,
-        sha256: g.sha256,
-        config: JSON.stringify(g.spec),
-        modelId,
-        now: new Date().toISOString(),
+      await this.db.tx(async (q, publish) => {
+        await q.run(SQL.insertConfigured, [
+          randomUUID(),
+          g.project,
+          g.key,
+          kind,
+          g.description,
+          g.sha256,
+          now,
+          now,
+          JSON.stringify(g.spec),
+          modelId,
+        ]);
+        publish(Store.changed(g.project));
       });
     } catch (error) {
-      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") throw graderExists(g.project, g.key);
+      if (isUniqueViolation(error)) throw graderExists(g.project, g.key);
       throw error;
     }
-    return this.get(g.project, g.key) as GraderRow;
+    return (await this.get(g.project, g.key)) as GraderRow;
   }
 
-  insertModel(m: Omit<ModelRow, "id" | "createdAt">): ModelRow {
+  async insertModel(m: Omit<ModelRow, "id" | "createdAt">): Promise<ModelRow> {
     try {
-      this.stmts.insertModel.run({ ...m, apiKeyEnv: m.apiKeyEnv ?? null, id: randomUUID(), now: new Date().toISOString() });
+      await this.db.tx(async (q, publish) => {
+        await q.run(SQL.insertModel, [
+          randomUUID(),
+          m.project,
+          m.key,
+          m.baseURL,
+          m.model,
+          m.apiKeyEnv ?? null,
+          m.maxConcurrency,
+          m.timeoutMs,
+          new Date().toISOString(),
+        ]);
+        publish(Store.changed(m.project));
+      });
     } catch (error) {
-      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
+      if (isUniqueViolation(error)) {
         throw new AppError(
           "MODEL_EXISTS",
           `model "${m.key}" already exists in project "${m.project}"; delete it first or pick another key`,
@@ -367,8 +372,8 @@ export class Store {
     return this.mustGetModel(m.project, m.key);
   }
 
-  mustGetModel(project: string, key: string): ModelRow {
-    const raw = this.stmts.getModel.get(project, key) as RawModel | undefined;
+  async mustGetModel(project: string, key: string, q: Queryable = this.db): Promise<ModelRow> {
+    const raw = await q.get<RawModel>(SQL.getModel, [project, key]);
     if (!raw)
       throw new AppError(
         "MODEL_NOT_FOUND",
@@ -377,21 +382,21 @@ export class Store {
     return modelFromRaw(raw);
   }
 
-  modelById(id: string): ModelRow {
-    const raw = this.stmts.getModelById.get(id) as RawModel | undefined;
+  async modelById(id: string): Promise<ModelRow> {
+    const raw = await this.db.get<RawModel>(SQL.getModelById, [id]);
     if (!raw) throw new AppError("MODEL_NOT_FOUND", "the grader's model no longer exists");
     return modelFromRaw(raw);
   }
 
-  listModels(project: string): ModelRow[] {
-    return (this.stmts.listModels.all(project) as RawModel[]).map(modelFromRaw);
+  async listModels(project: string): Promise<ModelRow[]> {
+    return (await this.db.all<RawModel>(SQL.listModels, [project])).map(modelFromRaw);
   }
 
   /** Deletes a model no grader refers to; returns its id. */
-  deleteModel(project: string, key: string): string {
-    return this.db.transaction(() => {
-      const model = this.mustGetModel(project, key);
-      const users = (this.stmts.modelUsers.all(model.id) as { key: string }[]).map((r) => r.key);
+  deleteModel(project: string, key: string): Promise<string> {
+    return this.db.tx(async (q, publish) => {
+      const model = await this.mustGetModel(project, key, q);
+      const users = (await q.all<{ key: string }>(SQL.modelUsers, [model.id])).map((r) => r.key);
       if (users.length > 0) {
         throw new AppError(
           "MODEL_IN_USE",
@@ -401,62 +406,71 @@ export class Store {
           },
         );
       }
-      this.stmts.deleteModel.run(model.id);
+      await q.run(SQL.deleteModel, [model.id]);
+      publish(Store.changed(project));
       return model.id;
-    })();
+    });
   }
 
-  insert(g: NewGrader): GraderRow {
+  async insert(g: NewGrader): Promise<GraderRow> {
     const id = randomUUID();
+    const now = new Date().toISOString();
+    const warnings = JSON.stringify(g.warnings);
     try {
-      this.db.transaction(() => {
-        const values = {
-          ...g,
+      await this.db.tx(async (q, publish) => {
+        await q.run(SQL.insert, [id, g.project, g.key, g.description, g.source, g.compiled, g.sourceSha256, warnings, now, now]);
+        await q.run(SQL.insertVersion, [
           id,
-          version: 1,
-          warnings: JSON.stringify(g.warnings),
-          samples: JSON.stringify(g.samples ?? []),
-          now: new Date().toISOString(),
-        };
-        this.stmts.insert.run(values);
-        this.stmts.insertVersion.run(values);
-      })();
+          1,
+          g.description,
+          g.source,
+          g.compiled,
+          g.sourceSha256,
+          warnings,
+          JSON.stringify(g.samples ?? []),
+          now,
+        ]);
+        publish(Store.changed(g.project));
+      });
     } catch (error) {
-      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
-        throw graderExists(g.project, g.key);
-      }
+      if (isUniqueViolation(error)) throw graderExists(g.project, g.key);
       throw error;
     }
-    return this.get(g.project, g.key) as GraderRow;
+    return (await this.get(g.project, g.key)) as GraderRow;
   }
 
-  get(project: string, key: string): GraderRow | undefined {
-    const raw = this.stmts.get.get({ project, key, since: since() }) as Raw | undefined;
+  get(project: string, key: string): Promise<GraderRow | undefined> {
+    return this.read(this.db, project, key);
+  }
+
+  private async read(q: Queryable, project: string, key: string): Promise<GraderRow | undefined> {
+    const raw = await q.get<Raw>(SQL.get, [since(), project, key]);
     if (!raw) return undefined;
     const row = fromRaw(raw);
     if (row.kind === "combined") {
-      const raws = this.stmts.parts.all(row.id) as Array<
-        Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint"> & { pinned: number; config: string | null; modelId: string | null }
-      >;
+      const raws = await q.all<RawPart>(SQL.parts, [row.id]);
       row.parts = raws.map(({ config, modelId, ...p }) => ({ ...p, pinned: p.pinned === 1, ...configOf(p.kind, config, modelId) }));
     }
     return row;
   }
 
-  mustGet(project: string, key: string): GraderRow {
-    const row = this.get(project, key);
+  async mustGet(project: string, key: string, q: Queryable = this.db): Promise<GraderRow> {
+    const row = await this.read(q, project, key);
     if (!row) throw new AppError("GRADER_NOT_FOUND", `no grader "${key}" in project "${project}"`);
     return row;
   }
 
   /** Keys sort after `cursor` (exclusive); "" starts from the beginning. */
-  list(project: string, cursor: string, limit: number): GraderRow[] {
-    return (this.stmts.list.all({ project, cursor, limit, since: since() }) as Raw[]).map(fromRaw);
+  async list(project: string, cursor: string, limit: number): Promise<GraderRow[]> {
+    return (await this.db.all<Raw>(SQL.list, [since(), project, cursor, limit])).map(fromRaw);
   }
 
-  setLocked(project: string, key: string, locked: boolean): GraderRow {
-    const { changes } = this.stmts.lock.run(locked ? 1 : 0, new Date().toISOString(), project, key);
-    if (changes === 0) this.mustGet(project, key);
+  async setLocked(project: string, key: string, locked: boolean): Promise<GraderRow> {
+    await this.db.tx(async (q, publish) => {
+      const changes = await q.run(SQL.lock, [locked ? 1 : 0, new Date().toISOString(), project, key]);
+      if (changes === 0) await this.mustGet(project, key, q);
+      publish(Store.changed(project));
+    });
     return this.mustGet(project, key);
   }
 
@@ -465,9 +479,9 @@ export class Store {
    * locked grader refuses. `expected` guards against a concurrent update: the version the
    * caller validated against must still be current.
    */
-  update(project: string, key: string, next: Omit<NewGrader, "project" | "key">, expected?: number): GraderRow {
-    this.db.transaction(() => {
-      const row = this.mustGet(project, key);
+  async update(project: string, key: string, next: Omit<NewGrader, "project" | "key">, expected?: number): Promise<GraderRow> {
+    await this.db.tx(async (q, publish) => {
+      const row = await this.mustGet(project, key, q);
       assertUpdatable(row);
       if (expected !== undefined && row.version !== expected) {
         throw new AppError("GRADER_CONFLICT", `grader "${key}" changed to version ${row.version} while this update was checked; try again`);
@@ -475,37 +489,37 @@ export class Store {
       // samples carry over to the new version unless new ones are given
       const samples =
         next.samples === undefined
-          ? ((this.stmts.samples.get(row.id, row.version) as string | undefined) ?? "[]")
+          ? ((await q.get<{ samples: string }>(SQL.samples, [row.id, row.version]))?.samples ?? "[]")
           : JSON.stringify(next.samples);
-      const values = {
-        ...next,
-        id: row.id,
-        version: row.version + 1,
-        warnings: JSON.stringify(next.warnings),
+      const version = row.version + 1;
+      const warnings = JSON.stringify(next.warnings);
+      const now = new Date().toISOString();
+      await q.run(SQL.insertVersion, [
+        row.id,
+        version,
+        next.description,
+        next.source,
+        next.compiled,
+        next.sourceSha256,
+        warnings,
         samples,
-        now: new Date().toISOString(),
-      };
-      this.stmts.insertVersion.run(values);
-      this.stmts.setCurrent.run(values);
-    })();
+        now,
+      ]);
+      await q.run(SQL.setCurrent, [version, next.description, next.source, next.compiled, next.sourceSha256, warnings, now, row.id]);
+      publish(Store.changed(project));
+    });
     return this.mustGet(project, key);
   }
 
   /** The samples of a grader's version (its current one by default). */
-  samples(row: GraderRow, version = row.version): Sample[] {
-    const text = this.stmts.samples.get(row.id, version) as string | undefined;
+  async samples(row: GraderRow, version = row.version): Promise<Sample[]> {
+    const text = (await this.db.get<{ samples: string }>(SQL.samples, [row.id, version]))?.samples;
     return text ? (JSON.parse(text) as Sample[]) : [];
   }
 
-  versions(project: string, key: string): Array<Omit<GraderVersion, "source" | "compiled">> {
-    const row = this.mustGet(project, key);
-    const raws = this.stmts.versions.all(row.id) as Array<{
-      version: number;
-      description: string;
-      source_sha256: string;
-      warnings: string;
-      created_at: string;
-    }>;
+  async versions(project: string, key: string): Promise<Array<Omit<GraderVersion, "source" | "compiled">>> {
+    const row = await this.mustGet(project, key);
+    const raws = await this.db.all<Omit<RawVersion, "source" | "compiled">>(SQL.versions, [row.id]);
     return raws.map((r) => ({
       version: r.version,
       description: r.description,
@@ -515,24 +529,18 @@ export class Store {
     }));
   }
 
-  mustGetVersion(project: string, key: string, version: number): GraderVersion & { graderId: string } {
-    const row = this.mustGet(project, key);
-    const r = this.stmts.version.get(row.id, version) as
-      | {
-          version: number;
-          description: string;
-          source: string;
-          compiled: string;
-          source_sha256: string;
-          warnings: string;
-          created_at: string;
-        }
-      | undefined;
+  async mustGetVersion(project: string, key: string, version: number): Promise<GraderVersion & { graderId: string }> {
+    const row = await this.mustGet(project, key);
+    return { graderId: row.id, ...(await this.versionOf(row, version)) };
+  }
+
+  /** One stored version of a grader (versions never change once stored). */
+  async versionOf(row: Pick<GraderRow, "id" | "key" | "version">, version: number): Promise<GraderVersion> {
+    const r = await this.db.get<RawVersion>(SQL.version, [row.id, version]);
     if (!r) {
-      throw new AppError("VERSION_NOT_FOUND", `grader "${key}" has no version ${version}; its versions are 1 to ${row.version}`);
+      throw new AppError("VERSION_NOT_FOUND", `grader "${row.key}" has no version ${version}; its versions are 1 to ${row.version}`);
     }
     return {
-      graderId: row.id,
       version: r.version,
       description: r.description,
       source: r.source,
@@ -544,42 +552,48 @@ export class Store {
   }
 
   /** Deletes a grader; returns its id and the sandbox ids of its versions (their warm isolates are to be disposed). */
-  delete(project: string, key: string): { id: string; ids: string[] } {
-    return this.db.transaction(() => {
-      const row = this.mustGet(project, key);
+  delete(project: string, key: string): Promise<{ id: string; ids: string[] }> {
+    return this.db.tx(async (q, publish) => {
+      const row = await this.mustGet(project, key, q);
       if (row.locked) throw lockedError(key, "deleting");
-      const users = (this.stmts.usedBy.all(row.id) as { key: string }[]).map((r) => r.key);
+      const users = (await q.all<{ key: string }>(SQL.usedBy, [row.id])).map((r) => r.key);
       if (users.length > 0) {
         throw new AppError("GRADER_IN_USE", `grader "${key}" is a part of ${users.map((u) => `"${u}"`).join(", ")}; delete those first`, {
           usedBy: users,
         });
       }
-      this.stmts.delete.run(project, key);
+      await q.run(SQL.delete, [project, key]);
+      publish(Store.changed(project));
       return { id: row.id, ids: Array.from({ length: row.version }, (_, i) => sandboxId(row.id, i + 1)) };
-    })();
+    });
   }
 
-  /** Records that a grader took its worker down; the third time in the window quarantines it. */
-  recordFault(graderId: string, reason: string): boolean {
-    return this.db.transaction(() => {
+  /** Records that a grader took its worker down; the third time in the window quarantines it (on every node). */
+  recordFault(graderId: string, reason: string): Promise<boolean> {
+    return this.db.tx(async (q, publish) => {
       const now = new Date();
-      this.stmts.addFault.run(graderId, now.toISOString(), reason);
-      const { n } = this.stmts.countFaults.get(graderId, since()) as { n: number };
-      return n >= FAULTS_TO_QUARANTINE && this.stmts.quarantine.run(now.toISOString(), graderId).changes > 0;
-    })();
+      const owner = await q.get<{ project: string }>(SQL.projectOf, [graderId]);
+      if (!owner) return false; // deleted meanwhile
+      await q.run(SQL.addFault, [graderId, now.toISOString(), reason]);
+      const n = (await q.get<{ n: number }>(SQL.countFaults, [graderId, since()]))?.n ?? 0;
+      const quarantined = n >= FAULTS_TO_QUARANTINE && (await q.run(SQL.quarantine, [now.toISOString(), graderId])) > 0;
+      publish(Store.changed(owner.project));
+      return quarantined;
+    });
   }
 
   /** Lifts a quarantine and forgets the faults that led to it. */
-  release(project: string, key: string): GraderRow {
-    const row = this.mustGet(project, key);
-    this.db.transaction(() => {
-      this.stmts.release.run(row.id);
-      this.stmts.clearFaults.run(row.id);
-    })();
+  async release(project: string, key: string): Promise<GraderRow> {
+    await this.db.tx(async (q, publish) => {
+      const row = await this.mustGet(project, key, q);
+      await q.run(SQL.release, [row.id]);
+      await q.run(SQL.clearFaults, [row.id]);
+      publish(Store.changed(project));
+    });
     return this.mustGet(project, key);
   }
 
-  close(): void {
-    if (this.db.open) this.db.close();
+  close(): Promise<void> {
+    return this.db.close();
   }
 }

@@ -45,7 +45,7 @@ describe("grader lifecycle", () => {
     assert.deepEqual(res.body.warnings, []);
     assert.equal(res.body.source, exactMatch);
     assert.match(res.body.sourceSha256, /^[0-9a-f]{64}$/);
-    const row = s.store.get("acme", "exact-match");
+    const row = await s.store.get("acme", "exact-match");
     assert.ok(row?.compiled.includes("__gradebox_grade"), "the compiled script is stored");
     assert.equal(row?.source, exactMatch);
   });
@@ -53,7 +53,7 @@ describe("grader lifecycle", () => {
   test("create with an existing key: 409 GRADER_EXISTS, the original is untouched", async () => {
     const res = await call(s.app, "POST", base, { key: "exact-match", source: "async (t) => 0" });
     assertProblem(res, 409, "GRADER_EXISTS");
-    assert.equal(s.store.get("acme", "exact-match")?.source, exactMatch);
+    assert.equal((await s.store.get("acme", "exact-match"))?.source, exactMatch);
   });
 
   test("get returns the source; an unknown key is 404 GRADER_NOT_FOUND", async () => {
@@ -88,7 +88,7 @@ describe("grader lifecycle", () => {
     assert.equal(locked.status, 200);
     assert.equal(locked.body.locked, true);
     assertProblem(await call(s.app, "DELETE", `${base}/exact-match`), 409, "GRADER_LOCKED");
-    assert.ok(s.store.get("acme", "exact-match"), "still there");
+    assert.ok(await s.store.get("acme", "exact-match"), "still there");
     const graded = await call(s.app, "POST", `${base}/exact-match/grade`, { thread: thread("1", { expected: 1 }) });
     assert.equal(graded.body.score, 1, "a locked grader still grades");
     await call(s.app, "PUT", `${base}/exact-match/lock`, { locked: false });
@@ -211,7 +211,7 @@ async function rawPost(url: string, payload: string, contentType: string) {
     method: "POST",
     url,
     payload,
-    headers: { "content-type": contentType, authorization: `Bearer ${s.keyFor("acme")}` },
+    headers: { "content-type": contentType, authorization: `Bearer ${await s.keyFor("acme")}` },
   });
   return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body) };
 }

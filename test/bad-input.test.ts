@@ -11,7 +11,7 @@ before(async () => {
   s = await startServer({
     env: { GRADEBOX_MAX_BATCH: "10", GRADEBOX_MAX_TURNS: "20", GRADEBOX_MAX_CONTENT: "1000", GRADEBOX_BODY_LIMIT: "200000" },
   });
-  key = s.keyFor("bad");
+  key = await s.keyFor("bad");
   const res = await s.app.inject({
     method: "POST",
     url: "/v1/projects/bad/graders",
@@ -176,7 +176,7 @@ const cases: Case[] = [
   ["unknown method", "PATCH", `${P}/ok`, { locked: true }, 404, "NOT_FOUND"],
 ];
 
-const graderCount = () => (s.store.db.prepare("SELECT count(*) AS n FROM graders").get() as { n: number }).n;
+const graderCount = async () => (await s.store.db.get<{ n: number }>("SELECT CAST(count(*) AS INTEGER) AS n FROM graders"))?.n;
 
 test(`at least 60 malformed requests (${cases.length})`, () => {
   assert.ok(cases.length >= 60);
@@ -184,7 +184,7 @@ test(`at least 60 malformed requests (${cases.length})`, () => {
 
 for (const [name, method, url, body, status, code, contentType] of cases) {
   test(`${name}: ${status} ${code}`, async () => {
-    const before = graderCount();
+    const before = await graderCount();
     const payload = body === undefined ? undefined : typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
     const res = await s.app.inject({
       method: method as "GET",
@@ -203,7 +203,7 @@ for (const [name, method, url, body, status, code, contentType] of cases) {
     assert.ok(typeof problem.detail === "string" && problem.detail.length >= 15, `an actionable message: ${problem.detail}`);
     assert.doesNotMatch(problem.detail, /\/work\/|node_modules|at .*\.ts:\d+/, "no internals in the message");
     assert.equal(problem.requestId, res.headers["x-request-id"]);
-    assert.equal(graderCount(), before, "nothing was persisted");
+    assert.equal(await graderCount(), before, "nothing was persisted");
   });
 }
 

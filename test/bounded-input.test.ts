@@ -12,8 +12,10 @@ import { loadConfig } from "../server/config.ts";
 import { call, startServer, type TestServer, thread } from "./helpers.ts";
 
 let s: TestServer;
+let key: string;
 before(async () => {
   s = await startServer({ env: { GRADEBOX_TIMEOUT_MS: "1000" } });
+  key = await s.keyFor("b");
   for (const key of ["g", "h"]) {
     const res = await call(s.app, "POST", "/v1/projects/b/graders", { key, source: "async (t) => 1" });
     assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -57,7 +59,7 @@ describe("nesting in a grader's source", () => {
       assert.equal(res.body.line, 1);
       assert.equal(res.body.column, source.search(/[([{]{2}/) + MAX_NESTING, "the bracket one past the limit");
       assert.ok(ms < 2000, `answered in ${ms.toFixed(0)} ms`);
-      assert.equal(s.store.get("b", "deep"), undefined);
+      assert.equal(await s.store.get("b", "deep"), undefined);
     });
   }
 
@@ -176,7 +178,7 @@ describe("nesting in thread metadata", () => {
     s.app.inject({
       method: "POST",
       url,
-      headers: { authorization: `Bearer ${s.keyFor("b")}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       payload,
     });
 
@@ -208,7 +210,7 @@ describe("validation errors", () => {
     const res = await s.app.inject({
       method: "POST",
       url: `${P}/g/grade-batch`,
-      headers: { authorization: `Bearer ${s.keyFor("b")}` },
+      headers: { authorization: `Bearer ${await s.keyFor("b")}` },
       payload: { threads },
     });
     const ms = performance.now() - started;
@@ -230,7 +232,7 @@ describe("validation errors", () => {
     const res = await s.app.inject({
       method: "POST",
       url: `${P}/g/grade-batch`,
-      headers: { authorization: `Bearer ${s.keyFor("b")}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       payload,
     });
     const ms = performance.now() - started;
@@ -255,7 +257,7 @@ describe("combined weights", () => {
     assert.equal(res.body.code, "INVALID_REQUEST");
     assert.match(res.body.detail, /weights/);
     assert.match(res.body.detail, /finite|1e308|limit/);
-    assert.equal(s.store.get("b", "huge"), undefined);
+    assert.equal(await s.store.get("b", "huge"), undefined);
   });
   test("in any mode too, and with negative weights", async () => {
     const res = await call(s.app, "POST", `${P}/combined`, {
@@ -299,7 +301,13 @@ describe("/metrics needs the metrics token", () => {
     assert.doesNotMatch(res.body, /gradebox_grades_total|project="b"/);
   });
   test("a wrong token, or a project's API key: 401", async () => {
-    for (const auth of [`Bearer ${s.metricsToken}x`, "Bearer nope", `Bearer ${s.keyFor("b")}`, s.metricsToken, `Basic ${s.metricsToken}`]) {
+    for (const auth of [
+      `Bearer ${s.metricsToken}x`,
+      "Bearer nope",
+      `Bearer ${await s.keyFor("b")}`,
+      s.metricsToken,
+      `Basic ${s.metricsToken}`,
+    ]) {
       const res = await scrape(auth);
       assert.equal(res.statusCode, 401, auth);
       assert.equal(JSON.parse(res.body).code, "UNAUTHORIZED");

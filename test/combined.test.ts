@@ -10,7 +10,7 @@ let s: TestServer;
 let client: Gradebox;
 before(async () => {
   s = await startServer({ listen: true });
-  client = new Gradebox({ baseURL: s.url, project: "lib", apiKey: s.keyFor("lib") });
+  client = new Gradebox({ baseURL: s.url, project: "lib", apiKey: await s.keyFor("lib") });
 });
 after(() => s.close());
 

@@ -38,7 +38,7 @@ before(async () => {
   });
   // the judge model is the fake on loopback, which the server refuses unless allowed
   s = await startServer({ listen: true, env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" } });
-  key = s.keyFor("web");
+  key = await s.keyFor("web");
   await call(s.app, "POST", "/v1/projects/web/graders", {
     key: "exact",
     description: "Strict equality",
@@ -100,7 +100,7 @@ test("create: a failing check is shown on the offending line; a good source is c
   await page.fill("#create-source", "async (t) => ((t.completion() ?? '').length > 10 ? 1 : 0)");
   await page.click("#create-submit");
   await page.waitForSelector("#graders tr[data-key='lengthy']");
-  assert.equal(s.store.get("web", "broken"), undefined, "the failed one was not saved");
+  assert.equal(await s.store.get("web", "broken"), undefined, "the failed one was not saved");
 });
 
 test("lock disables delete with the reason beside it; a lock made elsewhere is reported under the row in words; unlock and delete after confirming", async () => {
@@ -129,18 +129,18 @@ test("lock disables delete with the reason beside it; a lock made elsewhere is r
   assert.equal(await page.textContent("#status"), "", "a refused delete is not a page-wide error");
   await page.waitForSelector("#lock:has-text('Unlock')");
   assert.equal(await page.isEnabled("#delete"), false, "the console now knows it is locked");
-  assert.ok(s.store.get("web", "lengthy"));
+  assert.ok(await s.store.get("web", "lengthy"));
 
   await page.click("#lock");
   await page.waitForSelector("#lock:has-text('Lock')");
   page.once("dialog", (d) => void d.dismiss());
   await page.click("#delete");
-  assert.ok(s.store.get("web", "lengthy"), "dismissing the confirmation deletes nothing");
+  assert.ok(await s.store.get("web", "lengthy"), "dismissing the confirmation deletes nothing");
   page.once("dialog", (d) => void d.accept());
   await page.click("#delete");
   await page.waitForSelector("#status:has-text('deleted lengthy')");
   assert.equal(await page.locator("#graders tr[data-key='lengthy']").count(), 0);
-  assert.equal(s.store.get("web", "lengthy"), undefined);
+  assert.equal(await s.store.get("web", "lengthy"), undefined);
 });
 
 test("the test-payload panel grades pasted threads with a stored grader and with unsaved source", async () => {
@@ -201,7 +201,7 @@ test("versions: list, diff two versions, restore an old one, edit as a new versi
 
   await page.click("#versions tbody tr[data-version='1'] button");
   await page.waitForSelector("#status:has-text('restored version 1 of evolving as version 4')");
-  assert.equal(s.store.mustGet("web", "evolving").source, "async (t) => 0.1");
+  assert.equal((await s.store.mustGet("web", "evolving")).source, "async (t) => 0.1");
 
   await page.click("#edit");
   await page.waitForSelector("#update-submit:visible");
@@ -209,7 +209,7 @@ test("versions: list, diff two versions, restore an old one, edit as a new versi
   await page.fill("#create-source", "async (t) => 0.5");
   await page.click("#update-submit");
   await page.waitForSelector("#status:has-text('saved version 5 of evolving')");
-  assert.equal(s.store.mustGet("web", "evolving").version, 5);
+  assert.equal((await s.store.mustGet("web", "evolving")).version, 5);
 
   await page.check("input[name='target'][value='stored']");
   await page.fill("#threads", JSON.stringify({ turns: [{ role: "assistant", content: "x" }] }));
@@ -235,7 +235,7 @@ test("samples uploaded with a new grader drive its test_run; a wrong expectation
   });
   await page.click("#create-submit");
   await page.waitForSelector("#create-error:has-text('sample 0 should score 0 but scored 1')");
-  assert.equal(s.store.get("web", "sampled"), undefined);
+  assert.equal(await s.store.get("web", "sampled"), undefined);
   await page.setInputFiles("#create-samples", {
     name: "samples.jsonl",
     mimeType: "application/json",
@@ -243,7 +243,7 @@ test("samples uploaded with a new grader drive its test_run; a wrong expectation
   });
   await page.click("#create-submit");
   await page.waitForSelector("#graders tr[data-key='sampled']");
-  assert.equal(s.store.samples(s.store.mustGet("web", "sampled")).length, 1);
+  assert.equal((await s.store.samples(await s.store.mustGet("web", "sampled"))).length, 1);
 });
 
 test("a grader error in the test panel: its row says line and column, the row under it shows the source line with a caret", async () => {
@@ -298,7 +298,7 @@ test("judges: register a model, refuse a broken template at its line, create a b
   await page.fill("#model-concurrency", "2");
   await page.click("#model-form button");
   await page.waitForSelector("#models tr[data-key='judge-m']");
-  assert.equal(s.store.mustGetModel("web", "judge-m").maxConcurrency, 2);
+  assert.equal((await s.store.mustGetModel("web", "judge-m")).maxConcurrency, 2);
 
   await page.click("#new-judge");
   await page.selectOption("#judge-model", "judge-m");
@@ -309,7 +309,7 @@ test("judges: register a model, refuse a broken template at its line, create a b
   await page.waitForSelector("#judge-error:has-text('template check failed')");
   assert.match((await page.textContent("#judge-error p")) ?? "", /^template check failed: .*each.* \(line 2, column \d+\)$/);
   assert.equal(await page.locator("#judge-error .error-line").getAttribute("data-line"), "2");
-  assert.equal(s.store.get("web", "polite"), undefined, "nothing was saved");
+  assert.equal(await s.store.get("web", "polite"), undefined, "nothing was saved");
   await shot("console-judge-template-error");
 
   await page.fill("#judge-template", "");
@@ -355,7 +355,7 @@ test("judges: register a model, refuse a broken template at its line, create a b
   await inUse.waitFor();
   assert.match((await inUse.textContent()) ?? "", /^MODEL_IN_USE: .*used by grader "polite"/);
   assert.equal(await page.textContent("#status"), "", "under the model's row, not in the page header");
-  assert.ok(s.store.mustGetModel("web", "judge-m"), "the model in use was kept");
+  assert.ok(await s.store.mustGetModel("web", "judge-m"), "the model in use was kept");
 });
 
 test("judges: a rubric from JSON lines with its cannot-assess choice, shown as a table", async () => {
@@ -377,7 +377,7 @@ test("judges: a rubric from JSON lines with its cannot-assess choice, shown as a
   await page.waitForSelector("#detail-key:has-text('rubric')");
   assert.deepEqual(await page.locator("#judge-def table.rubric tbody tr").allTextContents(), ["toneis polite10", "rudeinsults the user-5"]);
   assert.match((await page.textContent("#judge-def")) ?? "", /cannot assesspartial \(credit 0\.5\)/);
-  const stored = s.store.mustGet("web", "rubric").judge;
+  const stored = (await s.store.mustGet("web", "rubric")).judge;
   assert.equal(stored?.type === "rubric" && stored.cannotAssess, "partial");
 });
 
@@ -387,13 +387,13 @@ test("endpoints: a closed port is refused in the form; the example reward server
   await page.fill("#endpoint-url", `http://127.0.0.1:${await freePort()}`);
   await page.click("#endpoint-submit");
   await page.waitForSelector("#endpoint-error:has-text('endpoint check failed')");
-  assert.equal(s.store.get("web", "exact-ep"), undefined);
+  assert.equal(await s.store.get("web", "exact-ep"), undefined);
 
   await page.fill("#endpoint-url", rewardUrl);
   await page.fill("#endpoint-batch-size", "8");
   await page.click("#endpoint-submit");
   await page.waitForSelector("#detail-key:has-text('exact-ep')");
-  assert.equal(s.store.mustGet("web", "exact-ep").endpoint?.batchSize, 8);
+  assert.equal((await s.store.mustGet("web", "exact-ep")).endpoint?.batchSize, 8);
   const [url, info, batch] = await page.locator("#endpoint-def dd").allTextContents();
   assert.deepEqual(
     [url, info, batch],
@@ -582,7 +582,7 @@ test("errors show where they happened: under Run, under the editor's line, under
     ["2", "error-note"],
   );
   assert.match((await page.textContent("#create-error .error-note")) ?? "", /^\s*\^\s*syntax check failed: /);
-  assert.equal(s.store.mustGet("web", "scored").version, 1, "nothing was saved");
+  assert.equal((await s.store.mustGet("web", "scored")).version, 1, "nothing was saved");
 
   // a refused delete: under that grader's row
   await page.click("#graders tr[data-key='scored']");

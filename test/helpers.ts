@@ -1,4 +1,5 @@
-// Test helpers: the real app with a real sandbox pool and a real SQLite file in a temp dir.
+// Test helpers: the real app with a real sandbox pool and a real SQLite file in a temp dir, or,
+// when GRADEBOX_TEST_PG names a PostgreSQL cluster (`make test-postgres`), a new database on it.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,6 +12,7 @@ import { buildApp } from "../server/app.ts";
 import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { type Config, loadConfig, poolOptions } from "../server/config.ts";
 import { Store } from "../server/store.ts";
+import { createDatabase } from "./pg.ts";
 
 export interface TestServer {
   app: FastifyInstance;
@@ -23,22 +25,25 @@ export interface TestServer {
   /** set once listen() was called */
   url: string;
   /** an API key of the project (created on first use) */
-  keyFor(project: string): string;
+  keyFor(project: string): Promise<string>;
   close(): Promise<void>;
 }
 
 const servers = new WeakMap<FastifyInstance, TestServer>();
 
+/** Set when the suite runs against PostgreSQL: each server then gets a database of its own on this cluster. */
+export const testPostgres = process.env.GRADEBOX_TEST_PG || undefined;
+
 export async function startServer(opts: { env?: Record<string, string>; listen?: boolean } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "gradebox-test-"));
   const config = loadConfig({
-    GRADEBOX_DB: join(dir, "gradebox.db"),
+    GRADEBOX_DB: testPostgres ? await createDatabase(testPostgres) : join(dir, "gradebox.db"),
     GRADEBOX_LOG_LEVEL: "silent",
     GRADEBOX_WORKERS: "2",
     GRADEBOX_PORT: "0",
     ...opts.env,
   });
-  const store = new Store(config.dbPath);
+  const store = await Store.open({ db: config.dbPath, pgPool: config.pgPool });
   const pool = new SandboxPool(poolOptions(config));
   await pool.start();
   const metricsToken = bootstrapMetricsToken(config);
@@ -60,10 +65,10 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     get url() {
       return url;
     },
-    keyFor(project) {
+    async keyFor(project) {
       let key = keys.get(project);
       if (!key) {
-        key = store.keys.create(project).key;
+        key = (await store.keys.create(project)).key;
         keys.set(project, key);
       }
       return key;
@@ -71,7 +76,7 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     async close() {
       await app.close();
       await pool.close();
-      store.close();
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -100,7 +105,7 @@ export async function call(
 ) {
   const project = /^\/v1\/projects\/([^/?]+)/.exec(url)?.[1];
   const server = servers.get(app);
-  const auth = project && server ? { authorization: `Bearer ${server.keyFor(decodeURIComponent(project))}` } : {};
+  const auth = project && server ? { authorization: `Bearer ${await server.keyFor(decodeURIComponent(project))}` } : {};
   const res = await app.inject({
     method,
     url,

@@ -344,7 +344,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
         if ("check" in h.expect) {
           assert.equal(created.status, 422, JSON.stringify(created.body));
           assert.equal(created.body.check, h.expect.check, created.body.message);
-          assert.equal(s.store.get("hostile", key), undefined);
+          assert.equal(await s.store.get("hostile", key), undefined);
         } else {
           assert.equal(created.status, 201, JSON.stringify(created.body));
           const res = await call(s.app, "POST", `${base}/${key}/grade-batch`, {

@@ -582,7 +582,7 @@ describe("egress policy", () => {
   });
 
   test("every call is checked: a model stored before the policy tightened gets EGRESS_DENIED, and no request reaches it", async () => {
-    strict.store.insertModel({ project: "e", key: "sneaky", baseURL: fake.url, model: "x", maxConcurrency: 1, timeoutMs: 1000 });
+    await strict.store.insertModel({ project: "e", key: "sneaky", baseURL: fake.url, model: "x", maxConcurrency: 1, timeoutMs: 1000 });
     const created = await call(strict.app, "POST", "/v1/projects/e/graders/binary-judge", {
       key: "j",
       criteria: "x",
@@ -597,7 +597,7 @@ describe("egress policy", () => {
 });
 
 test("the SDK: client.models.*, graders.create.{binaryJudge,prebuiltJudge,rubricJudge}, graders.prompt, typed errors", async () => {
-  const client = new Gradebox({ baseURL: s.url, project: "sdk-judges", apiKey: s.keyFor("sdk-judges") });
+  const client = new Gradebox({ baseURL: s.url, project: "sdk-judges", apiKey: await s.keyFor("sdk-judges") });
   const created = await client.models.create({ key: "local", baseURL: fake.url, model: "judge-1", maxConcurrency: 2 });
   assert.equal(created.maxConcurrency, 2);
   assert.deepEqual(

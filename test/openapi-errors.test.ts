@@ -27,7 +27,7 @@ let operations: Map<string, Operation>;
 const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
 const validators = new Map<string, ValidateFunction>();
 
-const auth = (project = P) => ({ authorization: `Bearer ${s.keyFor(project)}` });
+const auth = async (project = P) => ({ authorization: `Bearer ${await s.keyFor(project)}` });
 const qa = (metadata: Record<string, unknown> = {}) => ({
   turns: [
     { role: "user", content: "q" },
@@ -38,7 +38,7 @@ const qa = (metadata: Record<string, unknown> = {}) => ({
 const FAILING = "async (t) => { if (t.metadata.bad) throw new Error('asked to fail'); return 1 }";
 
 async function post(url: string, payload: unknown) {
-  const res = await s.app.inject({ method: "POST", url, headers: auth(), payload: payload as object });
+  const res = await s.app.inject({ method: "POST", url, headers: await auth(), payload: payload as object });
   assert.ok(res.statusCode < 300, `${url}: ${res.body}`);
   return res.json();
 }
@@ -58,11 +58,11 @@ before(async () => {
   );
   const graders = `/v1/projects/${P}/graders`;
   for (const key of ["plain", "locked", "quarantined", "part"]) await post(graders, { key, source: FAILING });
-  await s.app.inject({ method: "PUT", url: `${graders}/locked/lock`, headers: auth(), payload: { locked: true } });
+  await s.app.inject({ method: "PUT", url: `${graders}/locked/lock`, headers: await auth(), payload: { locked: true } });
   await post(`${graders}/combined`, { key: "combo", mode: "weighted", graders: [{ graderKey: "part" }] });
-  const quarantined = s.store.get(P, "quarantined");
+  const quarantined = await s.store.get(P, "quarantined");
   assert.ok(quarantined);
-  for (let i = 0; i < 3; i++) s.store.recordFault(graderIdOf(quarantined.id), "test");
+  for (let i = 0; i < 3; i++) await s.store.recordFault(graderIdOf(quarantined.id), "test");
   await post(`/v1/projects/${P}/models`, { key: "m", baseURL: fake.url, model: "x" });
   await post(`${graders}/binary-judge`, { key: "judge", judgeModel: "m", criteria: "be right" });
   fake.on(() => true, { status: 400 }); // every judge call fails, and is not retried
@@ -280,7 +280,7 @@ test("each error a route is made to answer is declared for it, with its code, an
   for (const c of CASES) {
     const op = operations.get(c.op);
     assert.ok(op, c.op);
-    const headers: Record<string, string> = c.as === "none" ? {} : c.as === "other" ? auth("someone-else") : auth();
+    const headers: Record<string, string> = c.as === "none" ? {} : c.as === "other" ? await auth("someone-else") : await auth();
     const request: InjectOptions = { method: op.method as InjectOptions["method"], url: urlOf(op, c.params, c.query), headers };
     if (c.raw) Object.assign(request, { payload: c.raw.payload, headers: { ...headers, "content-type": c.raw.type } });
     else if (c.body !== undefined) request.payload = c.body as object;
@@ -303,7 +303,7 @@ test("every /v1 operation answers a missing API key and another project's path a
     assert.equal(missing.statusCode, 401, op.operationId);
     assert.equal(assertDeclared(op, missing, `${op.operationId} without a key`).code, "UNAUTHORIZED");
     if (!op.path.includes("{project}")) continue;
-    const other = await s.app.inject({ method, url: urlOf(op), headers: auth("someone-else") });
+    const other = await s.app.inject({ method, url: urlOf(op), headers: await auth("someone-else") });
     assert.equal(other.statusCode, 404, op.operationId);
     assert.equal(assertDeclared(op, other, `${op.operationId} in another project`).code, "PROJECT_NOT_FOUND");
   }

@@ -259,7 +259,7 @@ console.log(JSON.stringify({ keys, score, deleted: deleted.response.status, miss
   }
   const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", join(work, "client.ts")], {
     cwd: repoRoot,
-    env: { ...process.env, URL: s.url, KEY: s.keyFor("generated") },
+    env: { ...process.env, URL: s.url, KEY: await s.keyFor("generated") },
   });
   assert.deepEqual(JSON.parse(stdout), {
     keys: ["gen"],

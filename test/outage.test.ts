@@ -22,7 +22,7 @@ test("no sandbox worker: 503 SANDBOX_UNAVAILABLE; the rest of the API still answ
 test("an unexpected failure is 500 INTERNAL with a request id and no internals", async () => {
   const s = await startServer();
   try {
-    s.keyFor("p"); // the key exists before the database goes away
+    await s.keyFor("p"); // the key exists before the database goes away
     s.store.db.close();
     const res = await call(s.app, "GET", "/v1/projects/p/graders");
     assert.equal(res.status, 500);

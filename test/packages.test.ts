@@ -47,7 +47,7 @@ before(async () => {
     npm_config_cache: join(dir, ".npm"),
     GRADEBOX_URL: s.url,
     GRADEBOX_PROJECT: "outside",
-    GRADEBOX_API_KEY: s.keyFor("outside"),
+    GRADEBOX_API_KEY: await s.keyFor("outside"),
   };
   for (const [cmd, args] of [
     [npm, ["init", "-y"]],

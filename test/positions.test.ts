@@ -103,7 +103,7 @@ describe("a grader whose line 3 throws: the outcome has line 3 and the column in
   });
 
   test("the SDK's GraderRuntimeError carries them", async () => {
-    const client = new Gradebox({ baseURL: s.url, apiKey: s.keyFor("where"), project: "where" });
+    const client = new Gradebox({ baseURL: s.url, apiKey: await s.keyFor("where"), project: "where" });
     await assert.rejects(client.graders.grade({ graderKey: "plain", thread }), (e: unknown) => {
       assert.ok(e instanceof GraderRuntimeError);
       assert.deepEqual([e.code, e.line, e.column], ["GRADER_ERROR", 3, 23]);

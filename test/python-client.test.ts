@@ -73,7 +73,7 @@ test("the Python client's pytest suite passes against the real server", { timeou
     env: {
       ...withoutPythonPath,
       GRADEBOX_URL: s.url,
-      GRADEBOX_API_KEY: s.keyFor(project),
+      GRADEBOX_API_KEY: await s.keyFor(project),
       GRADEBOX_PROJECT: project,
       GRADEBOX_TEST_MAX_BATCH: String(MAX_BATCH),
       PYTHONDONTWRITEBYTECODE: "1",

@@ -28,7 +28,7 @@ const root = (key: string) => `${s.url}/v1/projects/${project}/graders/${key}/re
 
 before(async () => {
   s = await startServer({ listen: true });
-  client = new Gradebox({ baseURL: s.url, project, apiKey: s.keyFor(project) });
+  client = new Gradebox({ baseURL: s.url, project, apiKey: await s.keyFor(project) });
   await client.graders.create.function({ key: "scorer", source: SCORER, description: "contains expected, plus length" });
   await client.graders.create.function({ key: "thrower", source: THROWER });
 });
@@ -50,7 +50,7 @@ type Info = { version: string; name: string; description: string };
 let files = 0;
 /** Runs the Python client; `ok: false` with its error (stderr) when it exits non-zero. */
 async function python<T>(key: string, command: string, payload?: unknown): Promise<{ ok: true; out: T } | { ok: false; err: PyError }> {
-  const args = [join(repoRoot, "clients/reward_client.py"), root(key), "--api-key", s.keyFor(project), command];
+  const args = [join(repoRoot, "clients/reward_client.py"), root(key), "--api-key", await s.keyFor(project), command];
   if (payload !== undefined) {
     const file = join(s.dir, `request-${files++}.json`);
     writeFileSync(file, JSON.stringify(payload));
@@ -148,10 +148,10 @@ describe("the Python reward client against a stored grader", () => {
 });
 
 describe("the protocol over plain HTTP", () => {
-  const post = (key: string, path: string, body: unknown, auth = true) =>
+  const post = async (key: string, path: string, body: unknown, auth = true) =>
     fetch(`${root(key)}/${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${s.keyFor(project)}` } : {}) },
+      headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${await s.keyFor(project)}` } : {}) },
       body: JSON.stringify(body),
     });
 

@@ -80,7 +80,7 @@ test("a module body that makes V8 abort its worker fails validation (execution) 
   assert.equal(res.body.code, "VALIDATION_FAILED");
   assert.equal(res.body.check, "execution");
   assert.match(res.body.message, /GRADER_MEMORY_LIMIT/);
-  assert.equal(s.store.get("faults", "abort-at-load"), undefined);
+  assert.equal(await s.store.get("faults", "abort-at-load"), undefined);
   await healthy();
 });
 

@@ -28,7 +28,7 @@ const spy: typeof fetch = async (input, init) => {
 before(async () => {
   // small limits, so splitting shows with a few threads: 3 per request, 4 KiB bodies
   s = await startServer({ listen: true, env: { GRADEBOX_MAX_BATCH: "3", GRADEBOX_BODY_LIMIT: "4096" } });
-  client = new Gradebox({ baseURL: s.url, project: "opts", apiKey: s.keyFor("opts"), fetch: spy });
+  client = new Gradebox({ baseURL: s.url, project: "opts", apiKey: await s.keyFor("opts"), fetch: spy });
   await client.graders.create.function({ key: "index", source: "async (t) => Number(t.metadata.i ?? 0)" });
 });
 after(() => s.close());

@@ -22,7 +22,7 @@ let s: TestServer;
 let client: Gradebox;
 before(async () => {
   s = await startServer({ listen: true, env: { GRADEBOX_TIMEOUT_MS: "300" } });
-  client = new Gradebox({ baseURL: s.url, project: "sdk", apiKey: s.keyFor("sdk") });
+  client = new Gradebox({ baseURL: s.url, project: "sdk", apiKey: await s.keyFor("sdk") });
 });
 after(() => s.close());
 
@@ -221,8 +221,8 @@ describe("client behaviour", () => {
       seen.push(new Headers(init?.headers).get("authorization") ?? "");
       return fetch(input, init);
     };
-    const fromEnv = s.keyFor("sdk");
-    const explicit = s.store.keys.create("sdk").key;
+    const fromEnv = await s.keyFor("sdk");
+    const explicit = (await s.store.keys.create("sdk")).key;
     process.env.GRADEBOX_API_KEY = fromEnv;
     try {
       await new Gradebox({ baseURL: s.url, project: "sdk", fetch: spy }).graders.list();
@@ -241,7 +241,7 @@ describe("client behaviour", () => {
         return new Response('{"code":"SANDBOX_UNAVAILABLE","detail":"busy"}', { status: 503, headers: { "retry-after": "0" } });
       return fetch(input, init);
     };
-    const c = new Gradebox({ baseURL: s.url, project: "sdk", fetch: flaky, apiKey: s.keyFor("sdk") });
+    const c = new Gradebox({ baseURL: s.url, project: "sdk", fetch: flaky, apiKey: await s.keyFor("sdk") });
     await c.graders.list();
     assert.equal(calls, 2, "one retry after the 503");
 

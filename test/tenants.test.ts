@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
+import type { SqliteDb } from "../server/db/sqlite.ts";
 import { call, startServer, type TestServer, thread } from "./helpers.ts";
 
 let s: TestServer;
@@ -13,8 +14,8 @@ let keyA: string;
 let keyB: string;
 before(async () => {
   s = await startServer();
-  keyA = s.keyFor("alpha");
-  keyB = s.keyFor("beta");
+  keyA = await s.keyFor("alpha");
+  keyB = await s.keyFor("beta");
   const res = await call(s.app, "POST", "/v1/projects/beta/graders", {
     key: "secret-grader",
     source: "async (t) => 0.25",
@@ -48,16 +49,16 @@ describe("authentication", () => {
   });
 
   test("a revoked key stops working immediately", async () => {
-    const { key, info } = s.store.keys.create("alpha");
+    const { key, info } = await s.store.keys.create("alpha");
     assert.equal((await call(s.app, "GET", "/v1/projects/alpha/graders", undefined, bearer(key))).status, 200);
-    s.store.keys.revoke(info.id);
+    await s.store.keys.revoke(info.id);
     const res = await call(s.app, "GET", "/v1/projects/alpha/graders", undefined, bearer(key));
     assert.equal(res.status, 401);
     assert.match(res.body.detail, /revoked/);
   });
 
   test("keys are stored only as hashes", async () => {
-    s.store.db.pragma("wal_checkpoint(TRUNCATE)");
+    (s.store.db as SqliteDb).raw.pragma("wal_checkpoint(TRUNCATE)");
     const bytes = readFileSync(s.config.dbPath).toString("latin1");
     assert.ok(bytes.includes("alpha"), "the database file is the one in use");
     assert.ok(!bytes.includes(keyA.slice(4)) && !bytes.includes(keyB.slice(4)), "no key appears in the database file");

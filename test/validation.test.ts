@@ -20,7 +20,7 @@ async function expectFailure(source: string, check: string, pattern: RegExp) {
   assert.equal(res.body.code, "VALIDATION_FAILED");
   assert.equal(res.body.check, check, res.body.message);
   assert.match(res.body.message, pattern);
-  assert.equal(s.store.get("p", key), undefined, "a failed validation writes nothing");
+  assert.equal(await s.store.get("p", key), undefined, "a failed validation writes nothing");
   return res.body;
 }
 

@@ -16,7 +16,7 @@ let s: TestServer;
 let client: Gradebox;
 before(async () => {
   s = await startServer({ listen: true });
-  client = new Gradebox({ baseURL: s.url, project: "ver", apiKey: s.keyFor("ver") });
+  client = new Gradebox({ baseURL: s.url, project: "ver", apiKey: await s.keyFor("ver") });
 });
 after(() => s.close());
 
@@ -143,22 +143,22 @@ test("a database made before versions existed is upgraded: every grader becomes 
       .run(answer(0.7), v.compiled);
     old.close();
 
-    const store = new Store(path);
+    const store = await Store.open({ db: path });
     try {
-      const row = store.mustGet("legacy", "kept");
+      const row = await store.mustGet("legacy", "kept");
       assert.equal(row.version, 1);
       assert.equal(row.locked, true);
       assert.deepEqual(
-        store.versions("legacy", "kept").map((x) => [x.version, x.description, x.sourceSha256]),
+        (await store.versions("legacy", "kept")).map((x) => [x.version, x.description, x.sourceSha256]),
         [[1, "from before", "abc"]],
       );
-      const first = store.mustGetVersion("legacy", "kept", 1);
+      const first = await store.mustGetVersion("legacy", "kept", 1);
       assert.equal(first.source, answer(0.7));
       assert.equal(first.compiled, v.compiled);
       const [graded] = await s.pool.gradeBatch({ id: "upgraded@1", project: "legacy", compiled: row.compiled }, [thread("x")]);
       assert.deepEqual(graded, { score: 0.7 });
     } finally {
-      store.close();
+      await store.close();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -195,7 +195,7 @@ describe("sample threads", () => {
     assert.equal(res.body.check, "test_run");
     assert.deepEqual([res.body.index, res.body.expected, res.body.actual], [0, 0, 1]);
     assert.match(res.body.message, /sample 0 should score 0 but scored 1/);
-    assert.equal(s.store.get("ver", "wrong-expectation"), undefined, "nothing was stored");
+    assert.equal(await s.store.get("ver", "wrong-expectation"), undefined, "nothing was stored");
   });
 
   test("an update reports each sample whose score changes; a dry run stores nothing; samples carry over", async () => {

@@ -38,7 +38,7 @@ const REASK_ECHO_CHARS = 4000;
 type ItemError = Extract<GradeOutcome, { error: unknown }>["error"];
 
 export class Judges {
-  private readonly clients = new Map<string, ModelClient>();
+  private readonly clients = new Map<string, Promise<ModelClient>>();
   // compiled once per grader and process; a grader's spec never changes (a new one is a new id)
   private readonly templates = new Map<string, CompiledTemplate>();
 
@@ -46,14 +46,15 @@ export class Judges {
     private readonly dispatcher: Dispatcher,
     private readonly metrics: Metrics,
     /** read once per model and process: a model never changes, and cannot be deleted while a grader uses it */
-    private readonly loadModel: (id: string) => ModelRow,
+    private readonly loadModel: (id: string) => Promise<ModelRow>,
   ) {}
 
-  private client(modelId: string): ModelClient {
+  private client(modelId: string): Promise<ModelClient> {
     let client = this.clients.get(modelId);
     if (!client) {
-      client = new ModelClient(this.loadModel(modelId), this.dispatcher);
+      client = this.loadModel(modelId).then((model) => new ModelClient(model, this.dispatcher));
       this.clients.set(modelId, client);
+      client.catch(() => this.clients.delete(modelId));
     }
     return client;
   }
@@ -84,7 +85,7 @@ export class Judges {
   }
 
   async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    const client = this.client(target.modelId);
+    const client = await this.client(target.modelId);
     const label = `${target.project}/${client.spec.key}`;
     // a template that blew its budget once fails the rest of the batch without rendering again
     let budgetBlown: ItemError | undefined;

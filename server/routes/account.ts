@@ -25,7 +25,7 @@ export type Limits = z.infer<typeof Limits>;
 
 export async function accountRoutes(fastify: FastifyInstance, { config, store }: { config: Config; store: Store }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
 
   app.get(
     "/v1/me",

@@ -14,7 +14,7 @@ import { detail } from "./graders.ts";
 export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading }) {
   const { store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
 
   app.post(
     "/v1/projects/:project/graders/external-endpoint",
@@ -41,10 +41,10 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
     async (req, reply) => {
       const { project } = req.params;
       const { key, description, ...create } = req.body;
-      if (store.get(project, key)) throw graderExists(project, key);
+      if (await store.get(project, key)) throw graderExists(project, key);
       const spec = await grading.endpoints.probe(create);
       const sha256 = createHash("sha256").update(JSON.stringify(spec)).digest("hex");
-      return reply.code(201).send(detail(store.insertEndpoint({ project, key, description, spec, sha256 })));
+      return reply.code(201).send(detail(await store.insertEndpoint({ project, key, description, spec, sha256 })));
     },
   );
 }

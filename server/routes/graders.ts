@@ -96,7 +96,7 @@ function checkBatch(count: number, config: Config): void {
 
 export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, validations, grading }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
   const Thread = threadSchema(config);
   const Samples = z
     .array(
@@ -190,10 +190,10 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       const { project } = req.params;
       const { key, source, description, samples } = req.body;
       // answer a taken key before the five checks run; the insert still enforces it under races
-      if (store.get(project, key)) throw graderExists(project, key);
+      if (await store.get(project, key)) throw graderExists(project, key);
       const { compiled, warnings } = await validate(project, source, undefined, samples);
       const sourceSha256 = createHash("sha256").update(source).digest("hex");
-      const row = store.insert({ project, key, description, source, compiled, sourceSha256, warnings, samples });
+      const row = await store.insert({ project, key, description, source, compiled, sourceSha256, warnings, samples });
       return reply.code(201).send(detail(row));
     },
   );
@@ -271,7 +271,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req) => {
       const { limit, cursor } = req.query;
-      const rows = store.list(req.params.project, cursor, limit + 1);
+      const rows = await store.list(req.params.project, cursor, limit + 1);
       const page = rows.slice(0, limit);
       return { data: page.map(summary), nextCursor: rows.length > limit ? (page.at(-1)?.key ?? null) : null };
     },
@@ -290,7 +290,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req) => {
-      return detail(store.mustGet(req.params.project, req.params.graderKey));
+      return detail(await store.mustGet(req.params.project, req.params.graderKey));
     },
   );
 
@@ -310,7 +310,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       },
     },
-    async (req) => summary(store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
+    async (req) => summary(await store.setLocked(req.params.project, req.params.graderKey, req.body.locked)),
   );
 
   app.post(
@@ -327,7 +327,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: { 200: json("The grader, out of quarantine", Grader), ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND") },
       },
     },
-    async (req) => summary(store.release(req.params.project, req.params.graderKey)),
+    async (req) => summary(await store.release(req.params.project, req.params.graderKey)),
   );
 
   app.delete(
@@ -348,7 +348,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req, reply) => {
-      const { id, ids } = store.delete(req.params.project, req.params.graderKey);
+      const { id, ids } = await store.delete(req.params.project, req.params.graderKey);
       pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
       grading.judges.forget(id);
       grading.endpoints.forget(id);
@@ -408,7 +408,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           `the weights' absolute values must add up to a finite number (at most ${Number.MAX_VALUE}); scale them down, e.g. to sum to 1`,
         );
       }
-      const row = store.insertCombined({ project: req.params.project, key, description, mode, parts });
+      const row = await store.insertCombined({ project: req.params.project, key, description, mode, parts });
       return reply.code(201).send(detail(row));
     },
   );
@@ -519,9 +519,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     key: string,
     next: { source: string; description?: string; samples?: Sample[]; dryRun?: boolean },
   ): Promise<z.infer<typeof UpdateResult>> {
-    const current = store.mustGet(project, key);
+    const current = await store.mustGet(project, key);
     assertUpdatable(current); // before the checks run; the store checks again in its transaction
-    const samples = next.samples ?? store.samples(current);
+    const samples = next.samples ?? (await store.samples(current));
     const { compiled, warnings, results } = await validate(project, next.source, undefined, samples);
     const before = samples.length
       ? await pool.gradeBatch(
@@ -536,7 +536,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     const report = { samples: samples.length, changed };
     if (next.dryRun) return { ...detail(current), dryRun: true, report };
     const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
-    const row = store.update(
+    const row = await store.update(
       project,
       key,
       {
@@ -601,7 +601,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       },
     },
-    async (req) => ({ data: store.versions(req.params.project, req.params.graderKey) }),
+    async (req) => ({ data: await store.versions(req.params.project, req.params.graderKey) }),
   );
 
   app.get(
@@ -620,7 +620,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req) => {
-      const { version, description, sourceSha256, warnings, createdAt, source } = store.mustGetVersion(
+      const { version, description, sourceSha256, warnings, createdAt, source } = await store.mustGetVersion(
         req.params.project,
         req.params.graderKey,
         req.params.version,
@@ -657,7 +657,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req) => {
       const { project, graderKey, version } = req.params;
-      const old = store.mustGetVersion(project, graderKey, version);
+      const old = await store.mustGetVersion(project, graderKey, version);
       return updateSource(project, graderKey, { source: old.source, description: old.description });
     },
   );

@@ -43,7 +43,7 @@ import { detail } from "./graders.ts";
 export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
   const Thread = threadSchema(config);
   const base = "/v1/projects/:project/graders";
   const common = {
@@ -83,9 +83,9 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     }
   }
 
-  function create(project: string, key: string, description: string, spec: JudgeSpec) {
+  async function create(project: string, key: string, description: string, spec: JudgeSpec) {
     const sha256 = createHash("sha256").update(JSON.stringify(spec)).digest("hex");
-    return detail(store.insertJudge({ project, key, description, spec, sha256 }));
+    return detail(await store.insertJudge({ project, key, description, spec, sha256 }));
   }
 
   app.post(
@@ -120,12 +120,12 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
       const { key, judgeModel, description, criteria, template, templateVariables, samples } = req.body;
       // the body's fields are the spec's own schemas: already validated
       const spec: BinaryJudgeSpec = { type: "binary", model: judgeModel, criteria, template, templateVariables };
-      store.mustGetModel(req.params.project, judgeModel);
+      await store.mustGetModel(req.params.project, judgeModel);
       checkTemplate(
         spec,
         (samples ?? []).map((s) => s.thread),
       );
-      return reply.code(201).send(create(req.params.project, key, description, spec));
+      return reply.code(201).send(await create(req.params.project, key, description, spec));
     },
   );
 
@@ -149,7 +149,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     async (req, reply) => {
       const { key, judgeModel, description, type } = req.body;
       const spec: PrebuiltJudgeSpec = { type: "prebuilt", model: judgeModel, metric: type };
-      return reply.code(201).send(create(req.params.project, key, description, spec));
+      return reply.code(201).send(await create(req.params.project, key, description, spec));
     },
   );
 
@@ -179,7 +179,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     async (req, reply) => {
       const { key, judgeModel, description, criteria, cannotAssess, partialCredit } = req.body;
       const spec: RubricJudgeSpec = { type: "rubric", model: judgeModel, criteria, cannotAssess, partialCredit };
-      return reply.code(201).send(create(req.params.project, key, description, spec));
+      return reply.code(201).send(await create(req.params.project, key, description, spec));
     },
   );
 
@@ -218,7 +218,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
       },
     },
     async (req) => {
-      const row = store.mustGet(req.params.project, req.params.graderKey);
+      const row = await store.mustGet(req.params.project, req.params.graderKey);
       if (row.kind !== "judge")
         throw new AppError("INVALID_REQUEST", `grader "${row.key}" is a ${row.kind} grader; only judges have prompts`);
       try {

@@ -18,7 +18,7 @@ const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store; judges: Judges; egress: EgressPolicy }) {
   const { store, judges, egress } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
   const base = "/v1/projects/:project/models";
 
   app.post(
@@ -56,7 +56,7 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         if (error instanceof EgressDeniedError) throw new AppError("EGRESS_DENIED", `baseURL: ${error.message}`);
         // a name that does not resolve yet is not refused: the model may come up later
       }
-      const model = store.insertModel({ project: req.params.project, ...body });
+      const model = await store.insertModel({ project: req.params.project, ...body });
       return reply.code(201).send(view(model));
     },
   );
@@ -79,7 +79,7 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         },
       },
     },
-    async (req) => ({ data: store.listModels(req.params.project).map(view) }),
+    async (req) => ({ data: (await store.listModels(req.params.project)).map(view) }),
   );
 
   app.get(
@@ -94,7 +94,7 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         response: { 200: json("The model", Model), ...errorResponses(...IN_PROJECT, "MODEL_NOT_FOUND") },
       },
     },
-    async (req) => view(store.mustGetModel(req.params.project, req.params.modelKey)),
+    async (req) => view(await store.mustGetModel(req.params.project, req.params.modelKey)),
   );
 
   app.delete(
@@ -111,7 +111,7 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
       },
     },
     async (req, reply) => {
-      judges.forget(store.deleteModel(req.params.project, req.params.modelKey));
+      judges.forget(await store.deleteModel(req.params.project, req.params.modelKey));
       return reply.code(204).send(null);
     },
   );

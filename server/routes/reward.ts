@@ -31,7 +31,7 @@ const RewardOut = z
 export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.keys));
+  app.addHook("onRequest", authenticate(store.cache));
   const Turn = RewardTurn.extend({
     content: z
       .string()
@@ -97,7 +97,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       },
     },
     async (req) => {
-      const row = store.mustGet(req.params.project, req.params.graderKey);
+      const row = await store.mustGet(req.params.project, req.params.graderKey);
       return { version: String(row.version), name: row.key, description: row.description };
     },
   );
@@ -119,7 +119,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       },
     },
     async (req) => {
-      const row = store.mustGet(req.params.project, req.params.graderKey);
+      const row = await store.mustGet(req.params.project, req.params.graderKey);
       const schema = row.kind === "endpoint" ? row.endpoint?.metadataSchema : undefined;
       return schema && typeof schema === "object" ? (schema as Record<string, unknown>) : { type: "object" };
     },

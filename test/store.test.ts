@@ -1,0 +1,244 @@
+// One store suite, two backends: the same operations against a SQLite file and a PostgreSQL
+// database (a throwaway cluster), then what only a shared registry has to do: a change made
+// through one store is heard by another within a second, and a warm grader costs no query.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { AppError } from "../server/errors.ts";
+import { type NewGrader, Store } from "../server/store.ts";
+import { repoRoot } from "./helpers.ts";
+import { createDatabase, type Postgres, startPostgres } from "./pg.ts";
+
+let postgres: Postgres;
+const dir = mkdtempSync(join(tmpdir(), "gradebox-store-"));
+before(async () => {
+  postgres = await startPostgres();
+});
+after(async () => {
+  await postgres?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const grader = (project: string, key: string, n = 1): NewGrader => ({
+  project,
+  key,
+  description: `v${n}`,
+  source: `async (t) => ${n}`,
+  compiled: `compiled ${n}`,
+  sourceSha256: `sha${n}`,
+  warnings: [],
+});
+
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => "ok",
+    (e) => (e instanceof AppError ? e.code : `not an AppError: ${e}`),
+  );
+
+test("both dialects have the same migrations, by number", () => {
+  const numbers = (d: string) => readdirSync(join(repoRoot, d)).filter((f) => /^\d{4}_.+\.sql$/.test(f));
+  assert.deepEqual(numbers("migrations/postgres"), numbers("migrations"));
+  assert.ok(numbers("migrations").length >= 7);
+});
+
+for (const backend of ["sqlite", "postgres"] as const) {
+  describe(`the store on ${backend}`, () => {
+    let store: Store;
+    before(async () => {
+      store = await Store.open({ db: backend === "sqlite" ? join(dir, "store.db") : await createDatabase(postgres.url) });
+    });
+    after(() => store?.close());
+
+    test("graders: insert, get, list by pages, a duplicate key refused", async () => {
+      for (const key of ["b", "a", "c"]) await store.insert(grader("p", key));
+      assert.equal(await code(store.insert(grader("p", "a"))), "GRADER_EXISTS");
+      const a = await store.mustGet("p", "a");
+      assert.deepEqual(
+        [a.kind, a.version, a.locked, a.description, a.recentFaults, a.quarantinedAt],
+        ["function", 1, false, "v1", 0, null],
+      );
+      assert.deepEqual(
+        (await store.list("p", "", 2)).map((g) => g.key),
+        ["a", "b"],
+      );
+      assert.deepEqual(
+        (await store.list("p", "b", 2)).map((g) => g.key),
+        ["c"],
+      );
+      assert.equal(await store.get("other", "a"), undefined);
+    });
+
+    test("versions: update stores the next, the old one stays readable; a stale expected version conflicts", async () => {
+      const next = await store.update("p", "a", grader("p", "a", 2), 1);
+      assert.equal(next.version, 2);
+      assert.equal(next.compiled, "compiled 2");
+      assert.equal((await store.mustGetVersion("p", "a", 1)).compiled, "compiled 1");
+      assert.deepEqual(
+        (await store.versions("p", "a")).map((v) => v.version),
+        [1, 2],
+      );
+      assert.equal(await code(store.update("p", "a", grader("p", "a", 3), 1)), "GRADER_CONFLICT");
+      assert.equal(await code(store.mustGetVersion("p", "a", 9)), "VERSION_NOT_FOUND");
+    });
+
+    test("lock refuses delete and update; combined graders pin parts and keep them from deletion", async () => {
+      await store.setLocked("p", "b", true);
+      assert.equal(await code(store.delete("p", "b")), "GRADER_LOCKED");
+      assert.equal(await code(store.update("p", "b", grader("p", "b", 2))), "GRADER_LOCKED");
+      await store.setLocked("p", "b", false);
+      const combined = await store.insertCombined({
+        project: "p",
+        key: "both",
+        description: "",
+        mode: "weighted",
+        parts: [
+          { graderKey: "a", name: "a", weight: 0.25, version: 1 },
+          { graderKey: "c", name: "c", weight: 0.75 },
+        ],
+      });
+      assert.deepEqual(
+        combined.parts?.map((p) => [p.graderKey, p.version, p.pinned, p.weight, p.compiled]),
+        [
+          ["a", 1, true, 0.25, "compiled 1"],
+          ["c", 1, false, 0.75, "compiled 1"],
+        ],
+      );
+      assert.equal(await code(store.delete("p", "c")), "GRADER_IN_USE");
+      assert.equal(
+        await code(
+          store.insertCombined({
+            project: "p",
+            key: "bad",
+            description: "",
+            mode: "any",
+            parts: [{ graderKey: "zz", name: "z", weight: 1 }],
+          }),
+        ),
+        "INVALID_COMPONENT",
+      );
+      assert.equal(await store.get("p", "bad"), undefined, "nothing half-written");
+      const deleted = await store.delete("p", "both");
+      assert.equal(deleted.ids.length, 1);
+      assert.equal(await code(store.delete("p", "c")), "ok");
+    });
+
+    test("faults: the third in the window quarantines; release clears", async () => {
+      const { id } = await store.mustGet("p", "b");
+      assert.equal(await store.recordFault(id, "crash"), false);
+      assert.equal(await store.recordFault(id, "crash"), false);
+      assert.equal(await store.recordFault(id, "crash"), true);
+      const q = await store.mustGet("p", "b");
+      assert.ok(q.quarantinedAt);
+      assert.equal(q.recentFaults, 3);
+      const released = await store.release("p", "b");
+      assert.deepEqual([released.quarantinedAt, released.recentFaults], [null, 0]);
+    });
+
+    test("models and judges: a model in use cannot be deleted", async () => {
+      const model = await store.insertModel({
+        project: "p",
+        key: "m",
+        baseURL: "https://x.example/v1",
+        model: "x",
+        maxConcurrency: 2,
+        timeoutMs: 1000,
+      });
+      assert.equal(
+        await code(
+          store.insertModel({ project: "p", key: "m", baseURL: "https://x.example/v1", model: "x", maxConcurrency: 2, timeoutMs: 1000 }),
+        ),
+        "MODEL_EXISTS",
+      );
+      const spec = { type: "binary", model: "m", criteria: "ok" } as never;
+      const judge = await store.insertJudge({ project: "p", key: "j", description: "", spec, sha256: "s" });
+      assert.equal(judge.modelId, model.id);
+      assert.deepEqual(judge.judge, spec);
+      assert.equal(await code(store.deleteModel("p", "m")), "MODEL_IN_USE");
+      await store.delete("p", "j");
+      assert.equal(await store.deleteModel("p", "m"), model.id);
+    });
+
+    test("keys: verified by hash, listed without the key, revoked for good", async () => {
+      const { key, info } = await store.keys.create("p", "ci");
+      assert.equal(await store.keys.verify(key), "p");
+      assert.equal(await store.keys.verify(`${key}x`), undefined);
+      assert.ok((await store.keys.list("p")).some((k) => k.id === info.id && !JSON.stringify(k).includes(key)));
+      await store.keys.revoke(info.id);
+      assert.equal(await store.keys.verify(key), undefined);
+      assert.equal(await code(store.keys.revoke(info.id)), "INVALID_REQUEST");
+      assert.equal(await store.keys.isEmpty(), false);
+    });
+
+    test("a warm grader costs no query; a change through the store drops it", async () => {
+      await store.insert(grader("warm", "g"));
+      await store.cache.grader("warm", "g");
+      const before = store.db.queries;
+      for (let i = 0; i < 100; i++) await store.cache.grader("warm", "g");
+      assert.equal(store.db.queries - before, 0);
+      await store.update("warm", "g", grader("warm", "g", 2));
+      assert.equal((await store.cache.grader("warm", "g")).version, 2);
+    });
+  });
+}
+
+describe("a shared registry: two stores (two nodes) on one PostgreSQL database", () => {
+  let a: Store;
+  let b: Store;
+  before(async () => {
+    const url = await createDatabase(postgres.url);
+    [a, b] = [await Store.open({ db: url }), await Store.open({ db: url })];
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  /** ms until `check` holds, polling every 5 ms; fails past 1 s */
+  async function within1s(check: () => Promise<boolean>): Promise<number> {
+    const started = performance.now();
+    while (!(await check())) {
+      assert.ok(performance.now() - started < 1000, "not within 1 s");
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return performance.now() - started;
+  }
+
+  test("B's warm cache drops a grader A deleted, locked or updated; and it is gone the moment A's delete returns", async () => {
+    await a.insert(grader("s", "g"));
+    assert.equal((await b.cache.grader("s", "g")).version, 1);
+    const queries = b.db.queries;
+    await b.cache.grader("s", "g");
+    assert.equal(b.db.queries, queries, "warm on B: no query");
+
+    await a.update("s", "g", grader("s", "g", 2));
+    await within1s(async () => (await b.cache.grader("s", "g")).version === 2);
+    await a.setLocked("s", "g", true);
+    await within1s(async () => (await b.cache.grader("s", "g")).locked);
+    await a.setLocked("s", "g", false);
+    await within1s(async () => !(await b.cache.grader("s", "g")).locked);
+
+    await b.cache.grader("s", "g");
+    await a.delete("s", "g"); // returns once A heard its own notice, which B was sent at the same time
+    assert.equal(await code(b.cache.grader("s", "g")), "GRADER_NOT_FOUND");
+  });
+
+  test("a quarantine recorded through A is seen by B", async () => {
+    const { id } = await a.insert(grader("s", "crashy"));
+    await b.cache.grader("s", "crashy");
+    for (let i = 0; i < 3; i++) await a.recordFault(id, "crash");
+    await within1s(async () => (await b.cache.grader("s", "crashy")).quarantinedAt !== null);
+  });
+
+  test("a key revoked through A stops working on B at once", async () => {
+    const { key, info } = await a.keys.create("s");
+    assert.equal(await b.cache.verifyKey(key), "s");
+    const queries = b.db.queries;
+    assert.equal(await b.cache.verifyKey(key), "s");
+    assert.equal(b.db.queries, queries, "a known key: no query");
+    await a.keys.revoke(info.id);
+    assert.equal(await b.cache.verifyKey(key), undefined);
+  });
+});
