@@ -261,8 +261,12 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   });
 
   // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
+  const recording = new Set<Promise<unknown>>();
   const onFault = (graderId: string, reason: string) => {
-    store.recordFault(graderIdOf(graderId), reason).then(
+    const write = store.recordFault(graderIdOf(graderId), reason);
+    recording.add(write);
+    write.finally(() => recording.delete(write)).catch(() => {});
+    write.then(
       (quarantined) => {
         if (!quarantined) return;
         metrics.quarantines.inc();
@@ -295,7 +299,10 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
+  const faultsRecorded = async () => {
+    if (recording.size > 0) await Promise.allSettled([...recording]);
+  };
+  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics), faultsRecorded);
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });

@@ -25,6 +25,8 @@ export class Grading {
     private readonly metrics: Metrics,
     readonly judges: Judges,
     readonly endpoints: Endpoints,
+    /** resolves once the faults recorded so far are in the registry (app.ts) */
+    private readonly faultsRecorded: () => Promise<void> = async () => {},
   ) {}
 
   /**
@@ -47,7 +49,13 @@ export class Grading {
       }
       code = { id: sandboxId(row.id, version), project, compiled: (await this.store.cache.version(row, version)).compiled };
     }
-    const outcomes = await this.grade(row, code, threads);
+    let outcomes: GradeOutcome[];
+    try {
+      outcomes = await this.grade(row, code, threads);
+    } finally {
+      // a grade that took a worker down answers after its fault is stored: the quarantine it caused holds from then on, on every node
+      await this.faultsRecorded();
+    }
     this.metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
     return { outcomes, version: version ?? row.version };
   }

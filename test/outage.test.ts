@@ -23,7 +23,7 @@ test("an unexpected failure is 500 INTERNAL with a request id and no internals",
   const s = await startServer();
   try {
     await s.keyFor("p"); // the key exists before the database goes away
-    s.store.db.close();
+    await s.store.db.close();
     const res = await call(s.app, "GET", "/v1/projects/p/graders");
     assert.equal(res.status, 500);
     assert.equal(res.body.code, "INTERNAL");
