@@ -255,8 +255,9 @@ export class Store {
 
   private constructor(readonly db: Db) {
     this.keys = new Keys(db);
-    // SQLite: `gradebox keys revoke` changes the file from another process, unheard here, so keys are read each time
-    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 60_000 : 0);
+    // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
+    // revoke` changes the file from another process, unheard here, so keys are read each time
+    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : 0);
   }
 
   /** Opens the database named by `db` and brings its schema up to date. */

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { AppError } from "../server/errors.ts";
 import { type NewGrader, Store } from "../server/store.ts";
-import { repoRoot } from "./helpers.ts";
+import { call, repoRoot, startServer, thread } from "./helpers.ts";
 import { createDatabase, type Postgres, startPostgres } from "./pg.ts";
 
 let postgres: Postgres;
@@ -241,4 +241,24 @@ describe("a shared registry: two stores (two nodes) on one PostgreSQL database",
     await a.keys.revoke(info.id);
     assert.equal(await b.cache.verifyKey(key), undefined);
   });
+});
+
+describe("through the API: what a warm grade costs the registry", () => {
+  for (const backend of ["postgres", "sqlite"] as const) {
+    test(`${backend}: ${backend === "postgres" ? "no statement" : "one statement (the key: another process may revoke it)"} per warm grade`, async () => {
+      const s = await startServer({
+        env: { GRADEBOX_DB: backend === "postgres" ? await createDatabase(postgres.url) : join(dir, "hot.db") },
+      });
+      try {
+        assert.equal((await call(s.app, "POST", "/v1/projects/hot/graders", { key: "g", source: "async (t) => 1" })).status, 201);
+        const grade = () => call(s.app, "POST", "/v1/projects/hot/graders/g/grade", { thread: thread("x") });
+        assert.equal((await grade()).status, 200); // warm: the grader and the key are known now
+        const before = s.store.db.queries;
+        for (let i = 0; i < 50; i++) assert.equal((await grade()).status, 200);
+        assert.equal(s.store.db.queries - before, backend === "postgres" ? 0 : 50);
+      } finally {
+        await s.close();
+      }
+    });
+  }
 });
