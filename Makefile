@@ -47,6 +47,8 @@ package: install
 	mkdir -p dist && cd packages/gradebox && npm pack --pack-destination ../../dist
 
 bench: install
+	scripts/ensure-postgres.sh
+	scripts/ensure-haproxy.sh
 	$(NODE) bench/run.ts
 
 soak: install

@@ -16,6 +16,7 @@ import { endpointRows } from "./endpoints.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { judgeRows } from "./judges.ts";
 import { latencies, pct } from "./latency.ts";
+import { multinodeRows } from "./multinode.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 import { provenance } from "./provenance.ts";
 
@@ -308,6 +309,12 @@ try {
   await server.exited;
   rmSync(dir, { recursive: true, force: true });
 }
+
+// (m) 1, 2 and 3 nodes on one PostgreSQL registry behind HAProxy, after the single server is gone
+const multinode = await multinodeRows({ log });
+rows.push(...multinode.rows);
+Object.assign(extra, multinode.extra);
+log("multi-node rows done");
 
 // the table
 const fmt = (n?: number, d = 0) =>
