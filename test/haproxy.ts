@@ -8,9 +8,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { freePort } from "./ports.ts";
 
 export interface Backend {
   host: string;
@@ -77,17 +78,6 @@ export function haproxyBin(): string {
     } catch {}
   }
   throw new Error("haproxy not found (PATH, /usr/sbin/haproxy): run scripts/ensure-haproxy.sh");
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function accepts(port: number): Promise<boolean> {

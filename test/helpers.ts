@@ -4,7 +4,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -14,6 +13,7 @@ import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { type Config, loadConfig, poolOptions } from "../server/config.ts";
 import { Store } from "../server/store.ts";
 import { createDatabase } from "./pg.ts";
+import { freePort } from "./ports.ts";
 
 export interface TestServer {
   app: FastifyInstance;
@@ -120,15 +120,7 @@ export async function call(
 
 export const repoRoot = new URL("..", import.meta.url).pathname;
 
-/** A free loopback port (closed again before it is returned). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "./ports.ts";
 
 export interface SpawnedServer {
   child: ChildProcess;

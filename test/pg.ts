@@ -6,10 +6,10 @@
 
 import { execFile, execFileSync } from "node:child_process";
 import { accessSync, chownSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import pg from "pg";
+import { freePort } from "./ports.ts";
 
 export interface Postgres {
   /** postgres://gradebox@127.0.0.1:<port>/gradebox */
@@ -89,17 +89,6 @@ function run(bin: string, args: string[], dir: string, user: { uid: number; gid:
         resolve({ code, output });
       },
     );
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
   });
 }
 

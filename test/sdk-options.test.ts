@@ -6,7 +6,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { splitBatch } from "../sdk/client.ts";
-import { APITimeoutError, APIUserAbortError, Gradebox, GraderList } from "../sdk/index.ts";
+import { APITimeoutError, APIUserAbortError, Gradebox, GraderList, type Limits } from "../sdk/index.ts";
+import type { Limits as ServerLimits } from "../server/routes/account.ts";
 import { startServer, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
@@ -35,6 +36,10 @@ after(() => s.close());
 
 const threadNo = (i: number, pad = 0) => ({ turns: [{ role: "assistant" as const, content: "x".repeat(pad) }], metadata: { i } });
 
+// the SDK's type and the server's schema of /v1/limits are one shape: tsc fails here when they drift
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const limitsAgree: Same<Limits, ServerLimits> = true;
+
 describe("limits", () => {
   test("client.limits() reads the server's configured limits once per client", async () => {
     seen = [];
@@ -42,6 +47,7 @@ describe("limits", () => {
     assert.equal(limits.maxBatchThreads, 3);
     assert.equal(limits.maxBodyBytes, 4096);
     assert.equal(limits.timeoutMs, 1000);
+    assert.ok(limitsAgree);
     await client.limits();
     assert.equal(seen.filter((r) => r.path === "/v1/limits").length, 1, "cached");
   });
