@@ -23,14 +23,12 @@ export interface Db extends Queryable {
   readonly label: string;
   /** statements run since start: the hot-path test counts them */
   readonly queries: number;
-  /** runs `fn` in one transaction; `publish` announces changes to every node once it commits */
+  /** runs `fn` in one transaction; `publish` announces changes to every node once it commits (and, with several nodes, resolves once they have all heard) */
   tx<T>(fn: (q: Queryable, publish: (change: Change) => void) => Promise<T>): Promise<T>;
   /** `listener` hears every committed change, this node's and (PostgreSQL) every other node's */
   subscribe(listener: (change: Change) => void): void;
   /** false while changes from other nodes might be missed (PostgreSQL's listening connection is down) */
   readonly listening: boolean;
-  /** resolves once the changes published so far have reached every listening node (bounded by `ms`) */
-  settled(ms: number): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }

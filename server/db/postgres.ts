@@ -1,7 +1,10 @@
 // PostgreSQL, the registry several nodes share (GRADEBOX_DB=postgres://…): a pool of
 // connections for statements, and one connection that LISTENs on the `gradebox` channel.
-// A transaction's changes are sent with pg_notify inside it, so every node hears them exactly
-// when they commit (and never when they roll back).
+// A transaction's changes are numbered (the registry_changes sequence) and sent with pg_notify
+// inside it, so every node hears them exactly when they commit (and never when they roll back).
+// Each node records in registry_nodes the last number it has heard (and acted on), and a write
+// answers once every live node has heard it: a client told "deleted" is never then graded with
+// the deleted grader by another node's cache.
 
 import { randomUUID } from "node:crypto";
 import pg from "pg";
@@ -13,12 +16,15 @@ const CHANNEL = "gradebox";
 /** any number, the same on every node: migrations take this lock so that nodes starting together apply each once */
 const MIGRATION_LOCK = 7_726_017;
 const RECONNECT_MS = 500;
-/** how long a write waits to hear its own notice before it answers anyway */
+/** how long a write waits for every live node to hear it before it answers anyway */
 const SETTLE_MS = 1000;
+/** a node that has not said it is alive for this long is not waited for (it crashed, or cannot listen) */
+const ALIVE_S = 5;
+const HEARTBEAT_MS = 1000;
+const POLL_MS = 2;
 
 // what another node sent: read strictly, as anything that arrives over the wire
 const Notice = z.strictObject({
-  node: z.string().max(64),
   seq: z.number().int().nonnegative(),
   change: z.union([
     z.strictObject({ kind: z.literal("graders"), project: z.string().max(128) }),
@@ -43,9 +49,12 @@ export class PostgresDb implements Db {
   private listener: pg.Client | undefined;
   private readonly listeners: Array<(change: Change) => void> = [];
   private readonly node = randomUUID();
-  private seq = 0;
+  /** the highest change number this node has heard and acted on */
   private heard = 0;
-  private waiters: Array<{ seq: number; done: () => void }> = [];
+  /** the last `heard` written to registry_nodes, and the write in flight */
+  private recorded = 0;
+  private recording: Promise<void> | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   private closed = false;
 
   private constructor(private readonly options: PostgresOptions) {
@@ -104,14 +113,34 @@ export class PostgresDb implements Db {
       this.listener = undefined;
       this.setListening(false);
       client.end().catch(() => {});
-      if (!this.closed) setTimeout(() => this.listen().catch(lost), RECONNECT_MS).unref();
+      this.retry();
     };
     client.on("error", lost);
     client.on("end", lost);
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      // listening: every change numbered from here on will be heard; the cache is empty, so nothing before is stale
+      const { rows } = await this.pool.query(
+        `INSERT INTO registry_nodes (node, seen, alive_at) VALUES ($1, (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM registry_changes), now())
+         ON CONFLICT (node) DO UPDATE SET seen = excluded.seen, alive_at = now() RETURNING seen`,
+        [this.node],
+      );
+      this.heard = this.recorded = Number(rows[0]?.seen ?? 0);
+    } catch (error) {
+      client.end().catch(() => {});
+      throw error;
+    }
     this.listener = client;
     this.setListening(true);
+    this.heartbeat ??= setInterval(() => {
+      if (this.listening) this.pool.query("UPDATE registry_nodes SET alive_at = now() WHERE node = $1", [this.node]).catch(() => {});
+    }, HEARTBEAT_MS).unref();
+  }
+
+  private retry(): void {
+    if (this.closed) return;
+    setTimeout(() => this.listen().catch(() => this.retry()), RECONNECT_MS).unref();
   }
 
   private setListening(listening: boolean): void {
@@ -128,18 +157,27 @@ export class PostgresDb implements Db {
     } catch {
       return; // not ours: nothing to evict
     }
-    if (notice.node === this.node) {
-      this.heard = Math.max(this.heard, notice.seq);
-      // after the other sockets read in this same turn (another node's listener in this process, in tests) have been handled
-      const done = this.waiters.filter((w) => w.seq <= this.heard);
-      this.waiters = this.waiters.filter((w) => w.seq > this.heard);
-      if (done.length > 0)
-        setImmediate(() => {
-          for (const w of done) w.done();
-        });
-      return; // this node heard it when it committed
-    }
     for (const listener of this.listeners) listener(notice.change);
+    this.heard = Math.max(this.heard, notice.seq);
+    this.record();
+  }
+
+  /** Writes `heard` to registry_nodes (one write at a time; the latest wins). */
+  private record(): void {
+    if (this.recording || this.heard <= this.recorded || !this.listening) return;
+    const seen = this.heard;
+    this.recording = this.pool
+      .query("UPDATE registry_nodes SET seen = greatest(seen, $2), alive_at = now() WHERE node = $1", [this.node, seen])
+      .then(
+        () => {
+          this.recorded = Math.max(this.recorded, seen);
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.recording = undefined;
+        this.record();
+      });
   }
 
   private async withClient<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -183,13 +221,15 @@ export class PostgresDb implements Db {
         return client.query(numbered(sql), params as unknown[]);
       });
       const changes: Change[] = [];
+      let last = 0;
       await client.query("BEGIN");
       let result: T;
       try {
         result = await fn(q, (c) => changes.push(c));
         for (const change of changes) {
-          this.seq++;
-          await client.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ node: this.node, seq: this.seq, change })]);
+          const { rows } = await client.query("SELECT nextval('registry_changes') AS seq");
+          last = Number(rows[0].seq);
+          await client.query("SELECT pg_notify($1, $2)", [CHANNEL, JSON.stringify({ seq: last, change })]);
         }
         await client.query("COMMIT");
       } catch (error) {
@@ -197,33 +237,26 @@ export class PostgresDb implements Db {
         throw error;
       }
       for (const change of changes) for (const listener of this.listeners) listener(change);
-      // acknowledged only once the notice is out: a client told "deleted" must not then be graded by another node's cache
-      if (changes.length > 0) await this.settled(SETTLE_MS);
+      if (changes.length > 0) await this.heardEverywhere(last, SETTLE_MS);
       return result;
     });
   }
 
-  subscribe(listener: (change: Change) => void): void {
-    this.listeners.push(listener);
+  /** Resolves once every live node has heard change `seq` (or after `ms`, when one is too slow to say so). */
+  private async heardEverywhere(seq: number, ms: number): Promise<void> {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      const { rows } = await this.pool.query(
+        `SELECT CAST(count(*) AS INTEGER) AS behind FROM registry_nodes WHERE seen < $1 AND alive_at > now() - make_interval(secs => $2)`,
+        [seq, ALIVE_S],
+      );
+      if (rows[0]?.behind === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
   }
 
-  /**
-   * Resolves when this node's listening connection has heard its own latest notice: PostgreSQL
-   * sends a notice to every listening connection at once, so the other nodes have it too.
-   */
-  settled(ms: number): Promise<void> {
-    const seq = this.seq;
-    if (seq <= this.heard || !this.listening) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.waiters.push({
-        seq,
-        done: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      });
-    });
+  subscribe(listener: (change: Change) => void): void {
+    this.listeners.push(listener);
   }
 
   async ping(): Promise<boolean> {
@@ -236,6 +269,9 @@ export class PostgresDb implements Db {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.heartbeat);
+    // no longer waited for by other nodes' writes
+    await this.pool.query("DELETE FROM registry_nodes WHERE node = $1", [this.node]).catch(() => {});
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => {});

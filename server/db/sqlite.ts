@@ -105,8 +105,6 @@ export class SqliteDb implements Db {
     this.listeners.push(listener);
   }
 
-  async settled(): Promise<void> {}
-
   async ping(): Promise<boolean> {
     return this.raw.open && this.raw.prepare("SELECT 1").pluck().get() === 1;
   }
