@@ -113,6 +113,8 @@ export class PostgresDb implements Db {
       this.listener = undefined;
       this.setListening(false);
       client.end().catch(() => {});
+      // deaf now (and its cache empty): other nodes' writes need not wait for it
+      this.pool.query("DELETE FROM registry_nodes WHERE node = $1", [this.node]).catch(() => {});
       this.retry();
     };
     client.on("error", lost);
@@ -126,13 +128,15 @@ export class PostgresDb implements Db {
          ON CONFLICT (node) DO UPDATE SET seen = excluded.seen, alive_at = now() RETURNING seen`,
         [this.node],
       );
-      this.heard = this.recorded = Number(rows[0]?.seen ?? 0);
+      this.recorded = Number(rows[0]?.seen ?? 0);
+      this.heard = Math.max(this.heard, this.recorded);
     } catch (error) {
       client.end().catch(() => {});
       throw error;
     }
     this.listener = client;
     this.setListening(true);
+    this.record(); // what was heard while the row was being written
     this.heartbeat ??= setInterval(() => {
       if (this.listening) this.pool.query("UPDATE registry_nodes SET alive_at = now() WHERE node = $1", [this.node]).catch(() => {});
     }, HEARTBEAT_MS).unref();
