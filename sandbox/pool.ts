@@ -253,7 +253,10 @@ export class SandboxPool extends EventEmitter {
 
   private spawn(role: Slot["role"]): Promise<void> {
     const child = fork(WORKER, [], {
-      execArgv: ["--no-node-snapshot", "--import", TSX],
+      // isolated-vm sizes each isolate's young generation from its memory limit (64 MB: ~1.4 MB), so
+      // an allocating grader paid a scavenge every ~11 items; 2 MB semi-spaces cut CPU per item of a
+      // ~100 µs grader from 1.13× native to 1.08× (measured), and leave a warm isolate's RSS as it was
+      execArgv: ["--no-node-snapshot", "--max-semi-space-size=2", "--import", TSX],
       // the V8 serializer copies a packed batch's strings as they are, where JSON would escape them again
       serialization: "advanced",
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.options.limits), [ROLE_ENV]: role },
