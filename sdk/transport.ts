@@ -25,6 +25,9 @@ const inNode = (): boolean => typeof (globalThis as { process?: { versions?: { n
 
 export function defaultTransport(fetchImpl?: typeof fetch): Transport {
   if (fetchImpl) return (url, request) => fetchImpl(url, request);
-  if (inNode()) return async (url, request) => (await import("./node.ts")).nodeTransport(url, request);
+  if (inNode()) {
+    const node = import("./node.ts");
+    return async (url, request) => (await node).nodeTransport(url, request);
+  }
   return (url, request) => globalThis.fetch(url, request);
 }

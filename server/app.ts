@@ -260,13 +260,19 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
+  const egress = egressPolicy(config.egressAllow);
+  const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
+  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
+  // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
+  const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
+  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
+  app.addHook("onClose", async () => {
+    await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
+  });
+
   // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
-  const recording = new Set<Promise<unknown>>();
   const onFault = (graderId: string, reason: string) => {
-    const write = store.recordFault(graderIdOf(graderId), reason);
-    recording.add(write);
-    write.finally(() => recording.delete(write)).catch(() => {});
-    write.then(
+    grading.recordFault(graderIdOf(graderId), reason).then(
       (quarantined) => {
         if (!quarantined) return;
         metrics.quarantines.inc();
@@ -294,18 +300,6 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     pool.off("workerExit", onWorkerExit);
   });
 
-  const egress = egressPolicy(config.egressAllow);
-  const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
-  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
-  // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
-  const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const faultsRecorded = async () => {
-    if (recording.size > 0) await Promise.allSettled([...recording]);
-  };
-  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics), faultsRecorded);
-  app.addHook("onClose", async () => {
-    await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
-  });
   await app.register(accountRoutes, { config, store });
   await app.register(graderRoutes, { config, store, pool, validations, grading });
   await app.register(judgeRoutes, { config, store, grading });

@@ -25,9 +25,31 @@ export class Grading {
     private readonly metrics: Metrics,
     readonly judges: Judges,
     readonly endpoints: Endpoints,
-    /** resolves once the faults recorded so far are in the registry (app.ts) */
-    private readonly faultsRecorded: () => Promise<void> = async () => {},
   ) {}
+
+  /** fault writes in flight, by grader id */
+  private readonly faultWrites = new Map<string, Set<Promise<boolean>>>();
+
+  /** Stores a fault of a grader (the pool saw it take its worker down); true when it quarantined the grader. */
+  recordFault(graderId: string, reason: string): Promise<boolean> {
+    const write = this.store.recordFault(graderId, reason);
+    const writes = this.faultWrites.get(graderId) ?? new Set<Promise<boolean>>();
+    this.faultWrites.set(graderId, writes.add(write));
+    const done = () => {
+      writes.delete(write);
+      if (writes.size === 0) this.faultWrites.delete(graderId);
+    };
+    write.then(done, done);
+    return write;
+  }
+
+  /** Resolves once the faults of this grader (and its parts) in flight are stored; other graders' are not waited for. */
+  private async faultsStored(row: GraderRow): Promise<void> {
+    if (this.faultWrites.size === 0) return;
+    const ids = [row.id, ...(row.parts?.map((p) => p.id) ?? [])];
+    const pending = ids.flatMap((id) => [...(this.faultWrites.get(id) ?? [])]);
+    if (pending.length > 0) await Promise.allSettled(pending);
+  }
 
   /**
    * Grades with the stored grader `key` (a function grader at `version` when given: its other
@@ -54,7 +76,7 @@ export class Grading {
       outcomes = await this.grade(row, code, threads);
     } finally {
       // a grade that took a worker down answers after its fault is stored: the quarantine it caused holds from then on, on every node
-      await this.faultsRecorded();
+      await this.faultsStored(row);
     }
     this.metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
     return { outcomes, version: version ?? row.version };

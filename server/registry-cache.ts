@@ -2,24 +2,33 @@
 // graders read per (project, key), their stored versions, and live API keys. Every committed
 // change is heard (db.subscribe: this node's at once, other nodes' through PostgreSQL's
 // LISTEN) and drops what it touches: a project's graders, or every key. While changes could be
-// missed (the listening connection is down) nothing is cached.
+// missed (the listening connection is down) nothing is cached. Memory is bounded by the bytes of
+// the scripts kept: past the budget the entries loaded longest ago go first.
 
 import type { Db } from "./db/db.ts";
 import { hashKey } from "./keys.ts";
 import type { GraderRow, GraderVersion, Store } from "./store.ts";
 
-/** Stored versions kept per project (they never change, so only memory bounds them). */
-const MAX_VERSIONS_PER_PROJECT = 256;
+/** Source and compiled script bytes (UTF-16) kept of graders and versions, unless told otherwise. */
+export const CACHE_SCRIPT_BYTES = 64 * 1024 * 1024;
 /** Keys kept: past it the oldest go first. */
 const MAX_KEYS = 10_000;
 
-interface ProjectEntries {
-  graders: Map<string, Promise<GraderRow>>;
-  versions: Map<string, Promise<GraderVersion>>;
+interface Entry {
+  project: string;
+  value: Promise<unknown>;
+  /** counted once the value has loaded */
+  bytes: number;
 }
 
+const scriptBytes = (...texts: string[]) => texts.reduce((n, t) => n + t.length * 2, 0);
+
 export class RegistryCache {
-  private readonly projects = new Map<string, ProjectEntries>();
+  /** graders (`g␀project␀key`) and versions (`v␀project␀id@n`), oldest first */
+  private readonly entries = new Map<string, Entry>();
+  /** each project's entry names, so that a change drops them without a scan */
+  private readonly byProject = new Map<string, Set<string>>();
+  private bytes = 0;
   private readonly keys = new Map<string, { project: string; until: number }>();
   /** bumped when keys change: a lookup that began before a revocation must not store its answer */
   private keysGeneration = 0;
@@ -32,13 +41,14 @@ export class RegistryCache {
   constructor(
     private readonly store: Store,
     private readonly keyTtlMs: number,
+    private readonly maxScriptBytes = CACHE_SCRIPT_BYTES,
   ) {
     this.db = store.db;
     this.db.subscribe((change) => {
-      if (change.kind === "graders") this.projects.delete(change.project);
+      if (change.kind === "graders") this.forgetProject(change.project);
       else if (change.kind === "keys") this.forgetKeys();
       else {
-        this.projects.clear();
+        for (const project of [...this.byProject.keys()]) this.forgetProject(project);
         this.forgetKeys();
       }
     });
@@ -49,41 +59,64 @@ export class RegistryCache {
     this.keysGeneration++;
   }
 
-  private entries(project: string): ProjectEntries {
-    let e = this.projects.get(project);
-    if (!e) {
-      e = { graders: new Map(), versions: new Map() };
-      this.projects.set(project, e);
-    }
-    return e;
+  private forget(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.entries.delete(name);
+    this.bytes -= entry.bytes;
+    const names = this.byProject.get(entry.project);
+    names?.delete(name);
+    if (names?.size === 0) this.byProject.delete(entry.project);
   }
 
-  /** Memoizes `load` under `key` while changes are heard; a failure is not kept. */
-  private remember<T>(map: Map<string, Promise<T>>, key: string, load: () => Promise<T>, max = Number.POSITIVE_INFINITY): Promise<T> {
+  private forgetProject(project: string): void {
+    for (const name of this.byProject.get(project) ?? []) this.forget(name);
+  }
+
+  /** Memoizes `load` under `name` while changes are heard; a failure is not kept. */
+  private remember<T>(project: string, name: string, load: () => Promise<T>, size: (value: T) => number): Promise<T> {
     if (!this.db.listening) return load();
-    const known = map.get(key);
-    if (known) return known;
+    const known = this.entries.get(name);
+    if (known) return known.value as Promise<T>;
     const loading = load();
-    if (map.size >= max) map.delete(map.keys().next().value as string);
-    map.set(key, loading);
-    loading.catch(() => {
-      if (map.get(key) === loading) map.delete(key);
-    });
+    const entry: Entry = { project, value: loading, bytes: 0 };
+    this.entries.set(name, entry);
+    const names = this.byProject.get(project) ?? new Set<string>();
+    this.byProject.set(project, names.add(name));
+    loading.then(
+      (value) => {
+        if (this.entries.get(name) !== entry) return; // dropped meanwhile
+        entry.bytes = size(value);
+        this.bytes += entry.bytes;
+        for (const oldest of this.entries.keys()) {
+          if (this.bytes <= this.maxScriptBytes || oldest === name) break;
+          this.forget(oldest);
+        }
+      },
+      () => {
+        if (this.entries.get(name) === entry) this.forget(name);
+      },
+    );
     return loading;
   }
 
   /** The grader, as `store.mustGet` reads it (GRADER_NOT_FOUND is not remembered). */
   grader(project: string, key: string): Promise<GraderRow> {
-    return this.remember(this.entries(project).graders, key, () => this.store.mustGet(project, key));
+    return this.remember(
+      project,
+      `g\0${project}\0${key}`,
+      () => this.store.mustGet(project, key),
+      (row) => scriptBytes(row.source, row.compiled, ...(row.parts ?? []).map((p) => p.compiled)),
+    );
   }
 
   /** One stored version of a grader (VERSION_NOT_FOUND is not remembered). */
   version(row: GraderRow, version: number): Promise<GraderVersion> {
     return this.remember(
-      this.entries(row.project).versions,
-      `${row.id}@${version}`,
+      row.project,
+      `v\0${row.project}\0${row.id}@${version}`,
       () => this.store.versionOf(row, version),
-      MAX_VERSIONS_PER_PROJECT,
+      (v) => scriptBytes(v.source, v.compiled),
     );
   }
 
@@ -100,5 +133,10 @@ export class RegistryCache {
       this.keys.set(hash, { project, until: now + this.keyTtlMs });
     }
     return project;
+  }
+
+  /** Bytes of scripts kept now (for tests and metrics). */
+  get scriptBytes(): number {
+    return this.bytes;
   }
 }

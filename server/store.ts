@@ -246,6 +246,8 @@ export interface StoreOptions {
   db: string;
   /** PostgreSQL: connections per node in the statement pool */
   pgPool?: number;
+  /** bytes of grader scripts the node's cache keeps (default CACHE_SCRIPT_BYTES) */
+  cacheBytes?: number;
 }
 
 export class Store {
@@ -253,16 +255,19 @@ export class Store {
   /** what grading reads: graders, versions and keys kept by this node until a change drops them */
   readonly cache: RegistryCache;
 
-  private constructor(readonly db: Db) {
+  private constructor(
+    readonly db: Db,
+    cacheBytes?: number,
+  ) {
     this.keys = new Keys(db);
     // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
     // revoke` changes the file from another process, unheard here, so keys are read each time
-    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : 0);
+    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : 0, cacheBytes);
   }
 
   /** Opens the database named by `db` and brings its schema up to date. */
-  static async open({ db, pgPool = 10 }: StoreOptions): Promise<Store> {
-    return new Store(isPostgresUrl(db) ? await PostgresDb.open({ url: db, poolSize: pgPool }) : new SqliteDb(db));
+  static async open({ db, pgPool = 10, cacheBytes }: StoreOptions): Promise<Store> {
+    return new Store(isPostgresUrl(db) ? await PostgresDb.open({ url: db, poolSize: pgPool }) : new SqliteDb(db), cacheBytes);
   }
 
   private static changed(project: string) {

@@ -12,6 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { GRADE_ERROR_CODES } from "../sdk/errors.ts";
+import { ERRORS } from "../server/errors.ts";
 import { repoRoot, startServer, type TestServer } from "./helpers.ts";
 
 const run = promisify(execFile);
@@ -64,6 +66,15 @@ test("the Python client's pytest suite passes against the real server", { timeou
     ["-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "--disable-pip-version-check", "--quiet", pkg],
     { timeout: 60_000, env: { ...process.env, PIP_NO_INPUT: "1" } },
   );
+
+  // the client's copy of the grading error codes, and of the ones answered with 502, is the server's
+  const copied = await run(venvPython, [
+    "-c",
+    "import json, gradebox.errors as e; print(json.dumps({'codes': sorted(e.GRADE_ERROR_CODES), 'status': e.GRADE_ERROR_STATUS}))",
+  ]);
+  const { codes, status } = JSON.parse(copied.stdout) as { codes: string[]; status: Record<string, number> };
+  assert.deepEqual(codes, [...GRADE_ERROR_CODES].sort());
+  assert.deepEqual(status, Object.fromEntries(GRADE_ERROR_CODES.filter((c) => ERRORS[c].status !== 422).map((c) => [c, ERRORS[c].status])));
 
   // the installed package must be the one imported: nothing may put the source tree on the path
   const { PYTHONPATH: _, ...withoutPythonPath } = process.env;

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { splitBatch } from "../sdk/client.ts";
 import { APITimeoutError, APIUserAbortError, Gradebox, GraderList, type Limits } from "../sdk/index.ts";
-import type { Limits as ServerLimits } from "../server/routes/account.ts";
+import { Limits as LimitsSchema, type Limits as ServerLimits } from "../server/routes/account.ts";
 import { startServer, type TestServer } from "./helpers.ts";
 
 let s: TestServer;
@@ -47,7 +47,9 @@ describe("limits", () => {
     assert.equal(limits.maxBatchThreads, 3);
     assert.equal(limits.maxBodyBytes, 4096);
     assert.equal(limits.timeoutMs, 1000);
-    assert.ok(limitsAgree);
+    // and at run time: the server sends every field of its schema, no other
+    assert.deepEqual(Object.keys(limits).sort(), Object.keys(LimitsSchema.shape).sort());
+    assert.equal(limitsAgree, true);
     await client.limits();
     assert.equal(seen.filter((r) => r.path === "/v1/limits").length, 1, "cached");
   });

@@ -184,6 +184,28 @@ for (const backend of ["sqlite", "postgres"] as const) {
   });
 }
 
+test("the cache keeps at most its budget of script bytes, dropping the graders loaded first", async () => {
+  const store = await Store.open({ db: join(dir, "budget.db"), cacheBytes: 100_000 });
+  try {
+    // each grader's source and compiled script: 2 × 10,000 characters, 40,000 bytes as UTF-16
+    const big = (key: string): NewGrader => ({ ...grader("b", key), source: "s".repeat(10_000), compiled: "c".repeat(10_000) });
+    const keys = ["k1", "k2", "k3", "k4"];
+    for (const key of keys) await store.insert(big(key)); // each insert drops the project's entries: load after
+    for (const key of keys) {
+      await store.cache.grader("b", key);
+      assert.ok(store.cache.scriptBytes <= 100_000, `${store.cache.scriptBytes} bytes kept`);
+    }
+    assert.equal(store.cache.scriptBytes, 80_000, "the last two");
+    const queries = store.db.queries;
+    await store.cache.grader("b", "k4");
+    assert.equal(store.db.queries, queries, "the newest is kept");
+    await store.cache.grader("b", "k1");
+    assert.ok(store.db.queries > queries, "the oldest was dropped and is read again");
+  } finally {
+    await store.close();
+  }
+});
+
 describe("a shared registry: two stores (two nodes) on one PostgreSQL database", () => {
   let a: Store;
   let b: Store;

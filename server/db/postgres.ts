@@ -36,8 +36,6 @@ export interface PostgresOptions {
   url: string;
   /** connections in the statement pool (GRADEBOX_PG_POOL) */
   poolSize: number;
-  /** told when listening stops or resumes (changes may have been missed in between) */
-  onListening?: (listening: boolean) => void;
 }
 
 export class PostgresDb implements Db {
@@ -150,7 +148,7 @@ export class PostgresDb implements Db {
   private setListening(listening: boolean): void {
     if (this.listening === listening) return;
     this.listening = listening;
-    this.options.onListening?.(listening);
+    // changes may have been missed in between: the caches start again
     for (const listener of this.listeners) listener({ kind: "reset" });
   }
 
