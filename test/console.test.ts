@@ -105,11 +105,12 @@ test("create: a failing check is shown on the offending line; a good source is c
 
 test("lock disables delete with the reason beside it; a lock made elsewhere is reported under the row in words; unlock and delete after confirming", async () => {
   await page.click("#graders tr[data-key='lengthy']");
-  await page.waitForSelector("#lock:has-text('Lock')");
+  // data-locked, not the label: Playwright's has-text is a case-insensitive substring, so 'Lock' also matches 'Unlock'
+  await page.waitForSelector("#lock[data-locked='false']");
   assert.equal(await page.isEnabled("#delete"), true);
   assert.equal(await page.isVisible("#lock-reason"), false);
   await page.click("#lock");
-  await page.waitForSelector("#lock:has-text('Unlock')");
+  await page.waitForSelector("#lock[data-locked='true']");
   assert.equal(await page.isEnabled("#delete"), false, "a locked grader cannot be deleted: the button says so by being disabled");
   assert.equal(await page.getAttribute("#delete", "title"), "Locked: unlock it to delete");
   assert.equal(await page.textContent("#lock-reason"), "Locked: unlock it to delete or edit");
@@ -118,7 +119,7 @@ test("lock disables delete with the reason beside it; a lock made elsewhere is r
 
   // locked behind the console's back: Delete still looks enabled, the refusal is shown under the grader's row, in words
   await page.click("#lock");
-  await page.waitForSelector("#lock:has-text('Lock')");
+  await page.waitForSelector("#lock[data-locked='false']");
   assert.equal((await call(s.app, "PUT", "/v1/projects/web/graders/lengthy/lock", { locked: true })).status, 200);
   page.once("dialog", (d) => void d.accept());
   await page.click("#delete");
@@ -127,12 +128,12 @@ test("lock disables delete with the reason beside it; a lock made elsewhere is r
   assert.equal(await error.textContent(), "Locked: unlock it to delete");
   assert.doesNotMatch((await page.textContent("main")) ?? "", /\bPUT\b|\/lock\b|GRADER_LOCKED/, "no HTTP hint anywhere");
   assert.equal(await page.textContent("#status"), "", "a refused delete is not a page-wide error");
-  await page.waitForSelector("#lock:has-text('Unlock')");
+  await page.waitForSelector("#lock[data-locked='true']");
   assert.equal(await page.isEnabled("#delete"), false, "the console now knows it is locked");
   assert.ok(await s.store.get("web", "lengthy"));
 
   await page.click("#lock");
-  await page.waitForSelector("#lock:has-text('Lock')");
+  await page.waitForSelector("#lock[data-locked='false']");
   page.once("dialog", (d) => void d.dismiss());
   await page.click("#delete");
   assert.ok(await s.store.get("web", "lengthy"), "dismissing the confirmation deletes nothing");
