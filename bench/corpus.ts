@@ -51,4 +51,27 @@ export const GRADERS: Record<string, string> = {
   "regex-match": example("regex-match.ts"),
   "json-shape": example("json-shape.ts"),
   keywords: example("keywords.ts"),
+  // ~100 µs natively per item: six regex scans and token F1 against the expected answer and the prompt
+  heavy: `import type { StringThread } from "gradebox";
+import { f1Score, normalize } from "gradebox/graders";
+
+const CHECKS = [/\\b42\\b/g, /\\b(?:paris|france)\\b/gi, /\\b(?:because|therefore|however)\\b/gi, /"[a-z]+"\\s*:/g, /[.!?]\\s+[A-Z]\\w*/g, /\\b\\w{8,}\\b/g];
+
+async function grade(thread: StringThread) {
+  const completion = thread.completion() ?? "";
+  const lower = completion.toLowerCase();
+  let hits = 0;
+  for (const re of CHECKS) {
+    re.lastIndex = 0;
+    hits += (completion.match(re) ?? []).length;
+  }
+  const expected = String(thread.metadata.expected ?? "");
+  const f1 = f1Score(completion, expected);
+  const words = normalize(lower).split(" ");
+  const keywords = (thread.metadata.keywords ?? []) as string[];
+  const kw = keywords.filter((k) => words.includes(k)).length / Math.max(1, keywords.length);
+  const prompt = thread.messages().map((turn) => turn[1]).join("\\n");
+  const relevance = f1Score(prompt, completion);
+  return { score: (f1 + kw) / 2, metadata: { hits, words: words.length, relevance } };
+}`,
 };

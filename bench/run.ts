@@ -18,7 +18,9 @@ import { judgeRows } from "./judges.ts";
 import { latencies, pct } from "./latency.ts";
 import { multinodeRows } from "./multinode.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
+import { childPids, cpuUs, sandboxWorkers } from "./proc.ts";
 import { provenance } from "./provenance.ts";
+import { workerdRows, workerdVersion } from "./workerd.ts";
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
 const BATCH = 250;
@@ -37,24 +39,6 @@ interface Row {
 const rows: Row[] = [];
 const extra: Record<string, number | string> = {};
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
-
-/** CPU time (user + system, all threads) a process has used so far, in µs; 10 ms resolution. */
-function cpuUs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
-/** pgrep exits 1 when there are none: spawnSync, not execFileSync, makes that an empty list. */
-const childPids = (parent: number): number[] =>
-  spawnSync("pgrep", ["-P", String(parent)], { encoding: "utf8" })
-    .stdout.trim()
-    .split("\n")
-    .filter(Boolean)
-    .map(Number);
-
-/** The sandbox worker processes among a process's children (not esbuild's service process). */
-const sandboxWorkers = (parent: number): number[] =>
-  childPids(parent).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker.ts"));
 
 /**
  * Runs fn repeatedly for at least `ms` (after one warm-up pass): items per second, and the CPU
@@ -310,6 +294,12 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
+// (w) Gradebox against workerd on the same graders, threads and client, each measured alone
+const workerd = await workerdRows({ log, threads });
+rows.push(...workerd.rows);
+Object.assign(extra, workerd.extra);
+log("workerd rows done");
+
 // (m) 1, 2 and 3 nodes on one PostgreSQL registry behind HAProxy, after the single server is gone
 const multinode = await multinodeRows({ log });
 rows.push(...multinode.rows);
@@ -334,13 +324,58 @@ for (const r of rows) {
     `| ${r.row} | ${r.grader} | ${fmt(r.itemsPerSec)} | ${ratio === undefined ? "" : ratio < 0.01 ? ratio.toExponential(1) : ratio.toFixed(2)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} | ${fmt(r.p999Ms, 2)} | ${cpu} |`,
   );
 }
+// issue 17's targets, each read off this run
+const heavyEngine = rows.find((r) => r.row === "(d) sandbox engine, batch" && r.grader === "heavy");
+const heavyNativeUs = 1e6 / native.heavy;
+const targets: Array<{ target: string; measured: number; limit: number; atLeast: boolean }> = [
+  {
+    target: "heavy grader: sandbox workers' CPU per item ÷ native (d)",
+    measured: +((heavyEngine?.cpuUsPerItem?.workers ?? Number.NaN) / heavyNativeUs).toFixed(2),
+    limit: 1.2,
+    atLeast: false,
+  },
+  ...["keywords", "heavy"].flatMap((g) => [
+    {
+      target: `${g}: Gradebox ÷ workerd, batch 1000, 1 client (items/s)`,
+      measured: extra[`gradeboxOverWorkerd.${g}.batch1`] as number,
+      limit: 1,
+      atLeast: true,
+    },
+    {
+      target: `${g}: Gradebox ÷ workerd, batch 1000, 4 clients (items/s)`,
+      measured: extra[`gradeboxOverWorkerd.${g}.batch4`] as number,
+      limit: 1,
+      atLeast: true,
+    },
+    {
+      target: `${g}: Gradebox ÷ workerd, single-call p50`,
+      measured: extra[`gradeboxOverWorkerd.${g}.singleP50`] as number,
+      limit: 1,
+      atLeast: false,
+    },
+  ]),
+  { target: "registration p50 (ms)", measured: extra.registrationP50Ms as number, limit: 25, atLeast: false },
+  {
+    target: "1,000 warm graders: RSS of the server and its workers (MB)",
+    measured: extra.rssWith1000GradersMB as number,
+    limit: 1536,
+    atLeast: false,
+  },
+];
+extra.heavyWorkersCpuOverNative = targets[0].measured;
+
 const { commit, machine } = provenance();
-console.log(`\nGradebox bench — commit ${commit}, ${machine}\n`);
+console.log(`\nGradebox bench — commit ${commit}, ${machine}, workerd ${workerdVersion()}\n`);
 console.log(lines.join("\n"));
 console.log("\n| measure | value |\n|---|---:|");
 for (const [k, v] of Object.entries(extra)) console.log(`| ${k} | ${v} |`);
+console.log("\n| target (issue 17) | measured | goal | met |\n|---|---:|---:|---|");
+for (const t of targets) {
+  const met = t.atLeast ? t.measured >= t.limit : t.measured <= t.limit;
+  console.log(`| ${t.target} | ${t.measured} | ${t.atLeast ? "≥" : "≤"} ${t.limit} | ${met ? "yes" : "no"} |`);
+}
 writeFileSync(
   new URL("results.json", import.meta.url),
-  `${JSON.stringify({ commit, node: process.version, machine, date: new Date().toISOString(), rows, extra }, null, 2)}\n`,
+  `${JSON.stringify({ commit, node: process.version, machine, workerd: workerdVersion(), date: new Date().toISOString(), rows, extra, targets }, null, 2)}\n`,
 );
 process.exit(0);

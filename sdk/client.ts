@@ -375,13 +375,19 @@ export class Graders {
   ): Promise<GradeBatchResponse> {
     const path = this.keyPath(graderKey, "/grade-batch");
     const tail = version === undefined ? "]}" : `],"version":${JSON.stringify(version)}}`;
-    const serialized = threads.map((t) => JSON.stringify(toWire(t)));
-    const send = (part: string[]) =>
-      this.client.request<GradeBatchResponse>("POST", path, { rawBody: `{"threads":[${part.join(",")}${tail}`, retry: true, options });
+    const post = (rawBody: string) => this.client.request<GradeBatchResponse>("POST", path, { rawBody, retry: true, options });
     const limits = await this.client.limits().catch((error) => {
       if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
       throw error;
     });
+    // the common case, one request: the body is stringified in one go, which costs a third less
+    // than a string per thread joined (a UTF-16 unit is at most 3 UTF-8 bytes)
+    if (!limits || threads.length <= limits.maxBatchThreads) {
+      const body = JSON.stringify({ threads: threads.map(toWire), ...(version === undefined ? {} : { version }) });
+      if (!limits || 3 * body.length <= limits.maxBodyBytes - BODY_MARGIN_BYTES) return post(body);
+    }
+    const serialized = threads.map((t) => JSON.stringify(toWire(t)));
+    const send = (part: string[]) => post(`{"threads":[${part.join(",")}${tail}`);
     const parts = limits ? splitBatch(serialized, limits.maxBatchThreads, limits.maxBodyBytes - BODY_MARGIN_BYTES) : [serialized];
     if (parts.length === 1) return send(serialized);
 

@@ -35,8 +35,9 @@ export class RegistryCache {
   private readonly db: Db;
 
   /**
-   * `keyTtlMs`: how long a verified key is trusted without asking again; 0 asks every time (SQLite:
-   * `gradebox keys revoke` writes the file from another process, which this one cannot hear).
+   * `keyTtlMs`: how long a verified key is trusted without asking again. On SQLite it is kept until a
+   * change: `gradebox keys revoke` writes the file from another process, which every lookup checks
+   * for first (Db.changedElsewhere).
    */
   constructor(
     private readonly store: Store,
@@ -47,11 +48,13 @@ export class RegistryCache {
     this.db.subscribe((change) => {
       if (change.kind === "graders") this.forgetProject(change.project);
       else if (change.kind === "keys") this.forgetKeys();
-      else {
-        for (const project of [...this.byProject.keys()]) this.forgetProject(project);
-        this.forgetKeys();
-      }
+      else this.forgetAll();
     });
+  }
+
+  private forgetAll(): void {
+    for (const project of [...this.byProject.keys()]) this.forgetProject(project);
+    this.forgetKeys();
   }
 
   private forgetKeys(): void {
@@ -122,6 +125,8 @@ export class RegistryCache {
 
   /** The project of a live API key, or undefined (an unknown key is not remembered). */
   async verifyKey(key: string): Promise<string | undefined> {
+    // another process wrote the SQLite file (a key revoked or created from the CLI): ask again
+    if (this.db.changedElsewhere?.()) this.forgetAll();
     const hash = hashKey(key);
     const now = Date.now();
     const known = this.keys.get(hash);

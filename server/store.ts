@@ -262,7 +262,7 @@ export class Store {
     this.keys = new Keys(db);
     // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
     // revoke` changes the file from another process, unheard here, so keys are read each time
-    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : 0, cacheBytes);
+    this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : Number.POSITIVE_INFINITY, cacheBytes);
   }
 
   /** Opens the database named by `db` and brings its schema up to date. */

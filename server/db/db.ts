@@ -29,6 +29,11 @@ export interface Db extends Queryable {
   subscribe(listener: (change: Change) => void): void;
   /** false while changes from other nodes might be missed (PostgreSQL's listening connection is down) */
   readonly listening: boolean;
+  /**
+   * SQLite: whether another process (`gradebox keys revoke`) committed to the file since the last
+   * call; it cannot be heard otherwise. Absent where every change is heard (PostgreSQL).
+   */
+  changedElsewhere?(): boolean;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -29,6 +29,19 @@ export class SqliteDb implements Db {
     this.raw.pragma("busy_timeout = 5000");
     this.raw.pragma("synchronous = NORMAL");
     this.migrate();
+    this.dataVersion = this.raw.prepare("PRAGMA data_version").pluck();
+    this.lastDataVersion = this.dataVersion.get() as number;
+  }
+
+  // PRAGMA data_version changes when another connection commits (not this one): one call, no table read
+  private readonly dataVersion: Database.Statement;
+  private lastDataVersion: number;
+
+  changedElsewhere(): boolean {
+    const version = this.dataVersion.get() as number;
+    if (version === this.lastDataVersion) return false;
+    this.lastDataVersion = version;
+    return true;
   }
 
   private migrate(): void {
