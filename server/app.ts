@@ -23,6 +23,7 @@ import { registerConsole } from "./console.ts";
 import { egressAgent, egressPolicy } from "./egress.ts";
 import { Endpoints, MAX_ENDPOINT_RESPONSE_BYTES } from "./endpoints/endpoints.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
+import { fastBodies } from "./fast-body.ts";
 import { Grading } from "./grading.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
@@ -57,9 +58,11 @@ const ZOD_ISSUE = Symbol.for("ZodFastifySchemaValidationError");
  * issues are converted and handed on, with the count of all: a 10 MB batch whose every turn is
  * invalid has 330 000 issues, and converting them (then formatting them) took seconds.
  */
-const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> =
-  ({ schema }) =>
-  (data) => {
+const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> = ({ schema }) => {
+  // the grading routes' plain bodies skip zod (fast-body.ts); anything else is zod's to judge
+  const plain = fastBodies.get(schema);
+  return (data) => {
+    if (plain?.(data)) return { value: data };
     const result = safeParse(schema, data);
     if (!result.error) return { value: result.data };
     const { issues } = result.error;
@@ -73,6 +76,7 @@ const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> =
     }));
     return { error: Object.assign(listed, { total: issues.length }) };
   };
+};
 
 function describeZodIssues(error: FastifyError): string {
   const issues = (

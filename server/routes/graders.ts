@@ -11,6 +11,7 @@ import type { WireThread } from "../../sdk/thread.ts";
 import { authenticate } from "../auth.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
+import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import {
   CHECKING,
@@ -98,6 +99,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook("onRequest", authenticate(store.cache));
   const Thread = threadSchema(config);
+  const { GradeBody, GradeBatchBody } = gradeBodies(config);
   const Samples = z
     .array(
       z
@@ -425,12 +427,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           "(GRADER_ERROR with `line` and `column`, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did " +
           "not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release).",
         params: GraderParams,
-        body: z
-          .object({
-            thread: Thread,
-            version: VersionNumber.optional().describe("grade with this version (function graders); absent: the current one"),
-          })
-          .describe("the thread to grade"),
+        body: GradeBody,
         response: {
           200: json(
             "The thread's score",
@@ -469,12 +466,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
           "Grades many threads with the grader; each result is a score or that thread's error, in order, so one failing thread " +
           "does not fail the batch. At most maxBatchThreads threads (GET /v1/limits): beyond, 413 BATCH_TOO_LARGE.",
         params: GraderParams,
-        body: z
-          .object({
-            threads: z.array(Thread).min(1, "threads must hold at least one thread").describe("the threads to grade, in order"),
-            version: VersionNumber.optional().describe("grade with this version (function graders); absent: the current one"),
-          })
-          .describe("the threads to grade"),
+        body: GradeBatchBody,
         response: {
           200: json(
             "Each thread's score or error",
