@@ -24,11 +24,11 @@ const MiB = 1024 * 1024;
 /**
  * Resident memory (MiB) measured in this repository, which the pod's memory limit is computed
  * from (docs/DEPLOY.md): the README's "Benchmark" section, `rssWith1000GradersByProcessMB` at
- * commit 4f093ed (1,000 graders invoked, 2 grading workers: api 287, validation worker 265,
- * other 17 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
+ * commit 0775335 (1,000 graders invoked, 2 grading workers: api 408, validation worker 236,
+ * other 19 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
  * ("# worker RSS: 100 MB before").
  */
-const MEASURED_MIB = { api: 287, validationWorker: 265, esbuild: 17, idleGradingWorker: 100 };
+const MEASURED_MIB = { api: 408, validationWorker: 236, esbuild: 19, idleGradingWorker: 100 };
 
 /**
  * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/watchdog.ts): idle,
