@@ -104,7 +104,12 @@ test("through the server: a plain body grades; a body off the fast path still ge
   const s = await startServer();
   try {
     assert.equal(
-      (await call(s.app, "POST", "/v1/projects/default/graders", { key: "n", source: "async (t) => (t.metadata.expected === \"hello\" ? 2 : 1)" })).status,
+      (
+        await call(s.app, "POST", "/v1/projects/default/graders", {
+          key: "n",
+          source: 'async (t) => (t.metadata.expected === "hello" ? 2 : 1)',
+        })
+      ).status,
       201,
     );
     const plain = await call(s.app, "POST", "/v1/projects/default/graders/n/grade-batch", {
