@@ -241,6 +241,8 @@ export class Engine {
   private readonly warm = new Map<string, Runtime>();
   /** warm isolates dropped to keep the cache within its count and heap bounds */
   evictions = 0;
+  /** CPU time spent inside isolates grading (isolated-vm's cpuTime), summed: what grader code costs here */
+  isolateCpuUs = 0;
   private readonly watch: CallWatch;
   private readonly onWarmHeap: (bytes: number) => void;
   constructor(
@@ -366,7 +368,9 @@ export class Engine {
       const asked = alone ? 1 : count - i;
       this.watch.begin(i, asked, this.limits.timeoutMs);
       try {
+        const cpuBefore = rt.isolate.cpuTime;
         const reply = rt.call(loaded === rt ? undefined : batch, i, asked);
+        this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
         for (const outcome of reply.outcomes) push(outcome);
         if (reply.pending) {

@@ -665,7 +665,7 @@ export class SandboxPool extends EventEmitter {
   }
 
   /** Warm isolates, their heap, evictions and RSS per grading worker (for metrics and benchmarks). */
-  async stats(): Promise<Array<{ warm: number; warmHeapBytes: number; evictions: number; rss: number }>> {
+  async stats(): Promise<Array<{ warm: number; warmHeapBytes: number; evictions: number; isolateCpuUs: number; rss: number }>> {
     const ready = this.gradingSlots();
     const replies = await Promise.all(
       ready.map(
@@ -676,7 +676,7 @@ export class SandboxPool extends EventEmitter {
           }),
       ),
     );
-    return replies.map(({ warm, warmHeapBytes, evictions, rss }) => ({ warm, warmHeapBytes, evictions, rss }));
+    return replies.map(({ warm, warmHeapBytes, evictions, isolateCpuUs, rss }) => ({ warm, warmHeapBytes, evictions, isolateCpuUs, rss }));
   }
 
   async close(): Promise<void> {

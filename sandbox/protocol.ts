@@ -18,7 +18,7 @@ export type WorkerReply =
   | ({ id: number; op: "grade" } & SliceResult)
   /** `retire`: the worker should be replaced (its esbuild is stuck on a source past its deadline) */
   | { id: number; op: "validate"; result: ValidationResult; retire?: boolean }
-  | { id: number; op: "stats"; warm: number; warmHeapBytes: number; evictions: number; rss: number }
+  | { id: number; op: "stats"; warm: number; warmHeapBytes: number; evictions: number; isolateCpuUs: number; rss: number }
   | { id: number; op: "failed"; message: string };
 
 export type WorkerHello = { op: "ready"; pid: number };

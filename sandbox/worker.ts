@@ -72,6 +72,7 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
         warm: engine.warmCount,
         warmHeapBytes: engine.warmHeapBytes,
         evictions: engine.evictions,
+        isolateCpuUs: engine.isolateCpuUs,
         rss: process.memoryUsage.rss(),
       };
   }
