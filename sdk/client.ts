@@ -381,10 +381,17 @@ export class Graders {
       throw error;
     });
     // the common case, one request: the body is stringified in one go, which costs a third less
-    // than a string per thread joined (a UTF-16 unit is at most 3 UTF-8 bytes)
+    // than a string per thread joined; its UTF-8 size is counted only when 3 bytes per UTF-16 unit
+    // could exceed the limit
     if (!limits || threads.length <= limits.maxBatchThreads) {
-      const body = JSON.stringify({ threads: threads.map(toWire), ...(version === undefined ? {} : { version }) });
-      if (!limits || 3 * body.length <= limits.maxBodyBytes - BODY_MARGIN_BYTES) return post(body);
+      const room = limits ? limits.maxBodyBytes - BODY_MARGIN_BYTES : Number.POSITIVE_INFINITY;
+      let body: string | undefined;
+      try {
+        body = JSON.stringify({ threads: threads.map(toWire), ...(version === undefined ? {} : { version }) });
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
+      }
+      if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) return post(body);
     }
     const serialized = threads.map((t) => JSON.stringify(toWire(t)));
     const send = (part: string[]) => post(`{"threads":[${part.join(",")}${tail}`);

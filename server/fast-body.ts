@@ -5,6 +5,8 @@
 // Then zod is skipped and the parsed body is used as it is. On any doubt (an unknown key, a
 // `version`, a wrong type, a bound reached) zod runs as before and words the error or strips
 // what it strips: the check decides only whether zod may be skipped, never what is refused.
+// (A plain body keeps its keys in the client's order, where zod's copy had the schema's: JSON
+// objects are unordered, and an endpoint grader receives the turns as the client sent them.)
 // test/fast-body.test.ts holds the two to that: whatever the check passes, zod accepts
 // unchanged.
 

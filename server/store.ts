@@ -261,7 +261,8 @@ export class Store {
   ) {
     this.keys = new Keys(db);
     // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
-    // revoke` changes the file from another process, unheard here, so keys are read each time
+    // revoke` changes the file from another process, unheard here: each lookup first asks whether the
+    // file changed elsewhere (PRAGMA data_version), so no time bound is needed
     this.cache = new RegistryCache(this, db.dialect === "postgres" ? 10_000 : Number.POSITIVE_INFINITY, cacheBytes);
   }
 
