@@ -20,22 +20,11 @@ import { multinodeRows } from "./multinode.ts";
 import { type Grade, gradeAll, nativeGrader } from "./native.ts";
 import { childPids, cpuUs, sandboxWorkers } from "./proc.ts";
 import { provenance } from "./provenance.ts";
-import { workerdRows, workerdVersion } from "./workerd.ts";
+import { type Row, workerdRows, workerdVersion } from "./workerd.ts";
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
 const BATCH = 250;
 const threads = makeThreads(2000);
-interface Row {
-  row: string;
-  grader: string;
-  itemsPerSec?: number;
-  p50Ms?: number;
-  p99Ms?: number;
-  p999Ms?: number;
-  /** CPU time per item spent by each process taking part (the profile of where a row's time goes) */
-  cpuUsPerItem?: Record<string, number>;
-  note?: string;
-}
 const rows: Row[] = [];
 const extra: Record<string, number | string> = {};
 const log = (msg: string) => process.stderr.write(`${msg}\n`);

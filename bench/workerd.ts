@@ -33,7 +33,7 @@ import { latencies } from "./latency.ts";
 import { cpuUs, descendantPids, statusKb, threadCpuUs } from "./proc.ts";
 import { provenance } from "./provenance.ts";
 
-/** A row of the bench table, as bench/run.ts keeps them. */
+/** A row of the bench table (bench/run.ts's too). */
 export interface Row {
   row: string;
   grader: string;
@@ -41,7 +41,7 @@ export interface Row {
   p50Ms?: number;
   p99Ms?: number;
   p999Ms?: number;
-  /** CPU time per item spent by each process taking part */
+  /** CPU time per item spent by each process taking part (the profile of where a row's time goes) */
   cpuUsPerItem?: Record<string, number>;
   note?: string;
 }

@@ -19,6 +19,9 @@ export class SqliteDb implements Db {
   private readonly listeners: Array<(change: Change) => void> = [];
   /** the open transaction's end, while one is open */
   private busy: Promise<void> | undefined;
+  /** PRAGMA data_version changes when another connection commits (not this one): one call, no table read */
+  private readonly dataVersion: Database.Statement;
+  private lastDataVersion: number;
 
   constructor(path: string) {
     this.label = path;
@@ -32,10 +35,6 @@ export class SqliteDb implements Db {
     this.dataVersion = this.raw.prepare("PRAGMA data_version").pluck();
     this.lastDataVersion = this.dataVersion.get() as number;
   }
-
-  // PRAGMA data_version changes when another connection commits (not this one): one call, no table read
-  private readonly dataVersion: Database.Statement;
-  private lastDataVersion: number;
 
   changedElsewhere(): boolean {
     const version = this.dataVersion.get() as number;
