@@ -3,10 +3,4 @@
 # here). Install it when it is missing; `make test` and .ci/run call this.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1 || [ -n "${CHROMIUM_PATH:-}" ]; then exit 0; fi
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "chromium is missing: install Debian's chromium package (or set CHROMIUM_PATH) for the console test" >&2
-  exit 1
-fi
-echo "installing chromium for the console test…"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+"$(dirname "$0")/apt-install.sh" "the console test (or set CHROMIUM_PATH)" chromium

@@ -14,16 +14,7 @@ have_pg() {
   return 1
 }
 if have_pg; then exit 0; fi
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "PostgreSQL server binaries (initdb, postgres, pg_ctl) are missing: install Debian's postgresql package (apt-get install postgresql) for the PostgreSQL tests" >&2
-  exit 1
-fi
-# Quiet unless it fails (apt's and debconf's chatter goes to stderr too); then show all of it.
-if ! log=$({ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } 2>&1); then
-  printf '%s\n' "$log" >&2
-  echo "apt-get install postgresql failed" >&2
-  exit 1
-fi
+"$(dirname "$0")/apt-install.sh" "the PostgreSQL tests (initdb, postgres, pg_ctl)" postgresql
 # The package creates a cluster "main" (port 5432) and starts it where services may start: stop it
 # (it only costs memory; the tests run their own clusters) and keep it from starting at boot.
 if command -v pg_lsclusters >/dev/null 2>&1; then

@@ -8,13 +8,5 @@ probe='import pytest, venv, ensurepip, setuptools; (tuple(map(int, setuptools.__
 for py in "${GRADEBOX_PYTHON:-}" python3 /usr/bin/python3; do
   if [ -n "$py" ] && command -v "$py" >/dev/null 2>&1 && "$py" -c "$probe" >/dev/null 2>&1; then exit 0; fi
 done
-packages="python3-pytest python3-venv python3-setuptools python3-wheel"
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "no python3 with pytest, venv and setuptools for the Python client test: install Debian's $packages (or set GRADEBOX_PYTHON)" >&2
-  exit 1
-fi
-if ! out=$( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages) 2>&1); then
-  echo "$out" >&2
-  exit 1
-fi
+"$(dirname "$0")/apt-install.sh" "the Python client test (or set GRADEBOX_PYTHON to a python3 with pytest, venv and setuptools)" python3-pytest python3-venv python3-setuptools python3-wheel
 /usr/bin/python3 -c "$probe"
