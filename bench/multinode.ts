@@ -30,6 +30,7 @@ import { type Haproxy, startHaproxy } from "../test/haproxy.ts";
 import { type SpawnedServer, spawnServer } from "../test/helpers.ts";
 import { createDatabase, type Postgres, startPostgres } from "../test/pg.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
+import { cpuUs, descendantPids } from "./proc.ts";
 
 const PROJECT = "bench";
 const GRADER = "exact-match";
@@ -60,25 +61,8 @@ export interface MultinodeRow {
   note: string;
 }
 
-/** CPU time (user + system, all threads) a process has used so far, in µs (10 ms ticks); 0 once gone. */
-function cpuUs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return 0;
-  }
-}
-
 const pgrep = (args: string[]): number[] =>
   spawnSync("pgrep", args, { encoding: "utf8" }).stdout.trim().split("\n").filter(Boolean).map(Number);
-
-/** A process and all its descendants (a node: its API process, sandbox workers, esbuild's service). */
-function tree(pid: number): number[] {
-  const all = [pid];
-  for (let i = 0; i < all.length; i++) all.push(...pgrep(["-P", String(all[i])]));
-  return all;
-}
 
 /** CPU time the whole machine spent busy so far (every CPU: user, nice, system, irq, softirq), in µs. */
 function machineUs(): number {
@@ -94,7 +78,7 @@ function machineUs(): number {
  */
 function cpuWindow(trees: Record<string, number[]>, single: Record<string, number[]> = {}) {
   const groups = [
-    ...Object.entries(trees).map(([k, pids]) => [k, () => pids.flatMap(tree)] as const),
+    ...Object.entries(trees).map(([k, pids]) => [k, () => pids.flatMap((pid) => [pid, ...descendantPids(pid)])] as const),
     ...Object.entries(single).map(([k, pids]) => [k, () => pids] as const),
   ];
   const snap = () => new Map(groups.map(([k, pids]) => [k, new Map(pids().map((p) => [p, cpuUs(p)]))]));

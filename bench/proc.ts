@@ -9,9 +9,13 @@ const statCpuUs = (stat: string): number => {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 };
 
-/** CPU time (user + system, all threads) a process has used so far, in µs; 10 ms resolution. */
+/** CPU time (user + system, all threads) a process has used so far, in µs; 10 ms resolution; 0 once it is gone. */
 export function cpuUs(pid: number): number {
-  return statCpuUs(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  try {
+    return statCpuUs(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return 0;
+  }
 }
 
 /** CPU time each thread of a process has used so far, in µs, by thread id. */
@@ -43,3 +47,15 @@ export const statusKb = (pid: number, field: "VmHWM" | "VmRSS"): number =>
 /** The sandbox worker processes among a process's children (not esbuild's service process). */
 export const sandboxWorkers = (parent: number): number[] =>
   childPids(parent).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker.ts"));
+
+/** What a process of a Gradebox server is: its API process, a grading or the validation worker, esbuild's service. */
+export function serverRole(pid: number, apiPid: number): "api" | "grading worker" | "validation worker" | "esbuild" | "other" {
+  if (pid === apiPid) return "api";
+  try {
+    if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("esbuild")) return "esbuild";
+    const env = readFileSync(`/proc/${pid}/environ`, "utf8");
+    if (env.includes("GRADEBOX_SANDBOX_ROLE=grade")) return "grading worker";
+    if (env.includes("GRADEBOX_SANDBOX_ROLE=validate")) return "validation worker";
+  } catch {} // gone meanwhile
+  return "other";
+}

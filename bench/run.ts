@@ -6,7 +6,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import vm from "node:vm";
-import * as esbuild from "esbuild";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
@@ -17,8 +16,8 @@ import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { judgeRows } from "./judges.ts";
 import { latencies, pct } from "./latency.ts";
 import { multinodeRows } from "./multinode.ts";
-import { type Grade, gradeAll, nativeGrader } from "./native.ts";
-import { childPids, cpuUs, sandboxWorkers } from "./proc.ts";
+import { type Grade, gradeAll, nativeGrader, stringThreadPrelude } from "./native.ts";
+import { childPids, cpuUs, sandboxWorkers, serverRole, statusKb } from "./proc.ts";
 import { provenance } from "./provenance.ts";
 import { type Row, workerdRows, workerdVersion } from "./workerd.ts";
 
@@ -90,16 +89,7 @@ log("native and vm done");
 
 // (c) a fresh process per call, the way jail-based graders run (a small sample)
 {
-  const prelude = esbuild.buildSync({
-    stdin: {
-      contents: 'import { StringThread } from "./sdk/thread.ts"; globalThis.StringThread = StringThread;',
-      resolveDir: new URL("..", import.meta.url).pathname,
-      loader: "ts",
-    },
-    bundle: true,
-    write: false,
-    format: "iife",
-  }).outputFiles[0].text;
+  const prelude = stringThreadPrelude();
   const script = `${prelude}\n${compiled["exact-match"]}\nconst t = JSON.parse(process.argv[1]); globalThis.__gradebox_grade(new StringThread(t.turns, t.metadata)).then((s) => process.stdout.write(String(s)));`;
   const n = 20;
   const start = performance.now();
@@ -299,16 +289,11 @@ try {
     }),
   );
   const pids = [server.child.pid as number, ...childPids(server.child.pid as number)];
-  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+  const rssMb = (pid: number) => statusKb(pid, "VmRSS") / 1024;
   extra.rssWith1000GradersMB = Math.round(pids.reduce((a, pid) => a + rssMb(pid), 0));
   // where that memory is: the API process, each grading worker, the validation worker, esbuild
-  const role = (pid: number) => {
-    if (pid === server.child.pid) return "api";
-    const env = readFileSync(`/proc/${pid}/environ`, "utf8");
-    if (env.includes("GRADEBOX_SANDBOX_ROLE=validate")) return "validation worker";
-    return env.includes("GRADEBOX_SANDBOX_ROLE=grade") ? "grading worker" : "other";
-  };
-  extra.rssWith1000GradersByProcessMB = pids.map((pid) => `${role(pid)} ${Math.round(rssMb(pid))}`).join(", ");
+  const apiPid = server.child.pid as number;
+  extra.rssWith1000GradersByProcessMB = pids.map((pid) => `${serverRole(pid, apiPid)} ${Math.round(rssMb(pid))}`).join(", ");
   log("registration and memory done");
 } finally {
   server.child.kill("SIGTERM");

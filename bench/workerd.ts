@@ -20,7 +20,6 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import * as esbuild from "esbuild";
 import { splitCompiled } from "../sandbox/compile.ts";
 import { SandboxPool } from "../sandbox/pool.ts";
 import { Gradebox } from "../sdk/index.ts";
@@ -30,7 +29,8 @@ import { spawnServer } from "../test/helpers.ts";
 import { freePort } from "../test/ports.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { latencies } from "./latency.ts";
-import { cpuUs, descendantPids, statusKb, threadCpuUs } from "./proc.ts";
+import { stringThreadPrelude } from "./native.ts";
+import { cpuUs, descendantPids, serverRole, statusKb, threadCpuUs } from "./proc.ts";
 import { provenance } from "./provenance.ts";
 
 /** A row of the bench table (bench/run.ts's too). */
@@ -60,7 +60,6 @@ export interface WorkerdOptions {
 
 const BATCH = 1000;
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
-const REPO = new URL("..", import.meta.url).pathname;
 
 /** The workerd npm package: its binary's path for this platform and the newest compatibility date it accepts. */
 const workerdPackage = createRequire(import.meta.url)("workerd") as { default: string; compatibilityDate: string };
@@ -97,20 +96,6 @@ function checkResults(results: unknown, n: number, who: string): Result[] {
 
 // ---------------------------------------------------------------------------------------------
 // workerd
-
-/** StringThread (sdk/thread.ts, as the sandbox prelude has it) for the worker's global scope, as row (c) of run.ts builds it. */
-function stringThreadPrelude(): string {
-  return esbuild.buildSync({
-    stdin: {
-      contents: 'import { StringThread } from "./sdk/thread.ts"; globalThis.StringThread = StringThread;',
-      resolveDir: REPO,
-      loader: "ts",
-    },
-    bundle: true,
-    write: false,
-    format: "iife",
-  }).outputFiles[0].text;
-}
 
 /**
  * The worker module: StringThread, the compiled grader (which sets globalThis.__gradebox_grade)
@@ -240,17 +225,8 @@ async function startWorkerd(compiled: string, prelude: string): Promise<System> 
 // ---------------------------------------------------------------------------------------------
 // Gradebox
 
-/** What a process of the server is: the API process, a grading worker, the validation worker, esbuild's service (tsx's, the validator's). */
-function gradeboxRole(pid: number, apiPid: number): string {
-  if (pid === apiPid) return "api";
-  try {
-    if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("esbuild")) return "esbuild";
-    const env = readFileSync(`/proc/${pid}/environ`, "utf8");
-    if (env.includes("GRADEBOX_SANDBOX_ROLE=grade")) return "workers";
-    if (env.includes("GRADEBOX_SANDBOX_ROLE=validate")) return "validator";
-  } catch {}
-  return "other";
-}
+/** the groups the (w) rows count a server's CPU under */
+const GROUP = { api: "api", "grading worker": "workers", "validation worker": "validator", esbuild: "esbuild", other: "other" } as const;
 
 async function startGradebox(graderKey: string, source: string): Promise<System> {
   const dir = mkdtempSync(join(tmpdir(), "gradebox-bench-"));
@@ -274,7 +250,7 @@ async function startGradebox(graderKey: string, source: string): Promise<System>
       async single(thread) {
         return checkResults([await client.graders.grade({ graderKey, thread })], 1, "Gradebox")[0];
       },
-      processes: () => [apiPid, ...descendantPids(apiPid)].map((pid) => ({ pid, group: gradeboxRole(pid, apiPid) })),
+      processes: () => [apiPid, ...descendantPids(apiPid)].map((pid) => ({ pid, group: GROUP[serverRole(pid, apiPid)] })),
       stop,
     };
   } catch (error) {
