@@ -110,20 +110,15 @@ export class Gradebox {
     this.models = new Models(this);
   }
 
-  /** The server's request limits (fetched once per client): `maxBatchThreads`, `maxBodyBytes`… */
-  limits(options?: RequestOptions): Promise<Limits> {
-    if (options) return this.request<Limits>("GET", "/v1/limits", { retry: true, options });
-    if (!this.cachedLimits) {
-      const fetched = this.request<Limits>("GET", "/v1/limits", { retry: true });
-      // a failure is not remembered: the next call asks again
-      fetched.catch(() => {
-        if (this.cachedLimits === fetched) this.cachedLimits = undefined;
-      });
-      this.cachedLimits = fetched;
-    }
+  /**
+   * The server's request limits: `maxBatchThreads`, `maxBodyBytes`… They are the server's, so the
+   * first answer is kept for the client's life; `options` apply to the request that fetches it.
+   */
+  async limits(options?: RequestOptions): Promise<Limits> {
+    this.cachedLimits ??= await this.request<Limits>("GET", "/v1/limits", { retry: true, options });
     return this.cachedLimits;
   }
-  private cachedLimits: Promise<Limits> | undefined;
+  private cachedLimits: Limits | undefined;
 
   /** @internal */
   async request<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
@@ -147,10 +142,12 @@ export class Gradebox {
       const timer = setTimeout(() => controller.abort(), timeout);
       const signal = userSignal ? AbortSignal.any([userSignal, controller.signal]) : controller.signal;
       let response: TransportResponse;
+      let text: string;
       try {
+        // the body too: fetch reads it after the headers, and an abort or a cut connection then lands here
         response = await this.transport(url, { method, headers, body, signal });
+        text = await response.text();
       } catch (error) {
-        clearTimeout(timer);
         if (userSignal?.aborted) throw aborted();
         if (canRetry) {
           await sleep(backoff(attempt), userSignal);
@@ -158,24 +155,21 @@ export class Gradebox {
         }
         if (controller.signal.aborted) throw new APITimeoutError(`${method} ${url.pathname} timed out after ${timeout} ms`);
         throw new APIConnectionError(`cannot reach Gradebox at ${this.baseURL}: ${(error as Error).message}`, { cause: error });
-      }
-      try {
-        const text = await response.text();
-        if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
-        if (canRetry && RETRY_STATUS.has(response.status)) {
-          await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt), userSignal);
-          continue;
-        }
-        let problem: Record<string, unknown> = {};
-        try {
-          problem = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          problem = { detail: text.slice(0, 500) };
-        }
-        throw errorFromResponse(response.status, problem, response.headers.get("x-request-id") ?? undefined);
       } finally {
         clearTimeout(timer);
       }
+      if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
+      if (canRetry && RETRY_STATUS.has(response.status)) {
+        await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt), userSignal);
+        continue;
+      }
+      let problem: Record<string, unknown> = {};
+      try {
+        problem = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        problem = { detail: text.slice(0, 500) };
+      }
+      throw errorFromResponse(response.status, problem, response.headers.get("x-request-id") ?? undefined);
     }
   }
 }
@@ -366,17 +360,24 @@ export class Graders {
 
   /**
    * Grades many threads; results come back in input order, each a score or an error. A batch over the
-   * server's limits (`client.limits()`: threads per request, body bytes) is sent as several requests,
-   * `concurrency` at a time; `durationMs` is then the whole call's.
+   * server's limits (`client.limits()`: threads per request, body bytes) is sent as several requests:
+   * the first, then the rest `concurrency` at a time pinned to the version that graded the first, so
+   * one version grades them all; the first failure stops the rest. `durationMs` is the whole call's.
    */
   async gradeBatch(
     { graderKey, threads, version, concurrency = DEFAULT_BATCH_CONCURRENCY }: GradeBatchParams,
     options?: RequestOptions,
   ): Promise<GradeBatchResponse> {
     const path = this.keyPath(graderKey, "/grade-batch");
-    const tail = version === undefined ? "]}" : `],"version":${JSON.stringify(version)}}`;
-    const post = (rawBody: string) => this.client.request<GradeBatchResponse>("POST", path, { rawBody, retry: true, options });
-    const limits = await this.client.limits().catch((error) => {
+    /** one request; a server that does not answer one result per thread is refused */
+    const post = async (rawBody: string, count: number) => {
+      const answer = await this.client.request<GradeBatchResponse>("POST", path, { rawBody, retry: true, options });
+      if (answer.results?.length !== count) {
+        throw new GradeboxError(`the server answered ${answer.results?.length ?? "no"} results for ${count} threads`);
+      }
+      return answer;
+    };
+    const limits = await this.client.limits(options).catch((error) => {
       if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
       throw error;
     });
@@ -391,28 +392,34 @@ export class Graders {
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
       }
-      if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) return post(body);
+      if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) {
+        return post(body, threads.length);
+      }
     }
     const serialized = threads.map((t) => JSON.stringify(toWire(t)));
-    const send = (part: string[]) => post(`{"threads":[${part.join(",")}${tail}`);
+    const send = (part: string[], pinned: number | undefined) =>
+      post(`{"threads":[${part.join(",")}]${pinned === undefined ? "" : `,"version":${JSON.stringify(pinned)}`}}`, part.length);
     const parts = limits ? splitBatch(serialized, limits.maxBatchThreads, limits.maxBodyBytes - BODY_MARGIN_BYTES) : [serialized];
-    if (parts.length === 1) return send(serialized);
+    if (parts.length === 1) return send(serialized, version);
 
     const started = Date.now();
-    const answers: GradeBatchResponse[] = new Array(parts.length);
-    let next = 0;
+    const first = await send(parts[0] as string[], version);
+    const answers: GradeBatchResponse[] = [first];
+    let next = 1;
+    let failed = false;
     const lane = async () => {
-      while (next < parts.length) {
+      while (next < parts.length && !failed) {
         const i = next++;
-        answers[i] = await send(parts[i] as string[]);
+        try {
+          answers[i] = await send(parts[i] as string[], first.version);
+        } catch (error) {
+          failed = true; // the call fails: the other lanes send nothing more
+          throw error;
+        }
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length)) }, lane));
-    return {
-      results: answers.flatMap((a) => a.results),
-      durationMs: Date.now() - started,
-      version: (answers[0] as GradeBatchResponse).version,
-    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length - 1)) }, lane));
+    return { results: answers.flatMap((a) => a.results), durationMs: Date.now() - started, version: first.version };
   }
 
   /**

@@ -29,7 +29,9 @@ export const nodeTransport: Transport = async (url, { method, headers, body, sig
     if (signal.aborted) return reject(new Error("the request was aborted"));
     // as fetch does: a length for every request that may carry a body, 0 when it carries none
     const hasBody = body !== undefined || (method !== "GET" && method !== "HEAD");
-    const sendHeaders = hasBody ? { ...headers, "content-length": String(Buffer.byteLength(body ?? "")) } : headers;
+    // encoded once: its length is the header, the bytes are what is sent
+    const bytes = hasBody ? Buffer.from(body ?? "") : undefined;
+    const sendHeaders = bytes ? { ...headers, "content-length": String(bytes.length) } : headers;
     const req = request(url)(url, { method, headers: sendHeaders, agent: agent(url) }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -61,6 +63,6 @@ export const nodeTransport: Transport = async (url, { method, headers, body, sig
     }
     signal.addEventListener("abort", abort, { once: true });
     req.on("error", fail);
-    req.end(body);
+    req.end(bytes);
   });
 };

@@ -13,7 +13,7 @@ import { startServer, type TestServer } from "./helpers.ts";
 let s: TestServer;
 let client: Gradebox;
 /** what the spy saw: method, path and thread count of each grade-batch body */
-let seen: Array<{ method: string; path: string; threads?: number; header?: string | null }> = [];
+let seen: Array<{ method: string; path: string; threads?: number; version?: number; header?: string | null }> = [];
 const spy: typeof fetch = async (input, init) => {
   const url = new URL(String(input));
   const body = typeof init?.body === "string" && url.pathname.endsWith("/grade-batch") ? JSON.parse(init.body) : undefined;
@@ -21,6 +21,7 @@ const spy: typeof fetch = async (input, init) => {
     method: init?.method ?? "GET",
     path: url.pathname,
     threads: body?.threads.length,
+    version: body?.version,
     header: new Headers(init?.headers).get("x-trace"),
   });
   return fetch(input, init);
@@ -82,6 +83,54 @@ describe("gradeBatch splitting", () => {
     assert.ok(
       seen.every((r) => (r.threads ?? 0) <= 2),
       `no part carries more than 2 such threads (${seen.map((r) => r.threads)})`,
+    );
+  });
+
+  test("the parts after the first are pinned to the version that graded it", async () => {
+    seen = [];
+    const { version } = await client.graders.gradeBatch({ graderKey: "index", threads: Array.from({ length: 7 }, (_, i) => threadNo(i)) });
+    assert.deepEqual(
+      seen.map((r) => r.version),
+      [undefined, version, version],
+    );
+  });
+
+  test("the first part that fails stops the others; the call fails with it", async () => {
+    // a server answering 400 to the second part: no lane sends anything more
+    const failing = new Gradebox({
+      baseURL: s.url,
+      project: "opts",
+      apiKey: await s.keyFor("opts"),
+      maxRetries: 0,
+      fetch: async (input, init) => {
+        seen.push({ method: init?.method ?? "GET", path: new URL(String(input)).pathname });
+        if (seen.length === 3) return new Response(JSON.stringify({ code: "INVALID_REQUEST", detail: "no" }), { status: 400 });
+        return fetch(input, init);
+      },
+    });
+    await failing.limits();
+    seen = [{ method: "GET", path: "/v1/limits" }];
+    const threads = Array.from({ length: 30 }, (_, i) => threadNo(i));
+    await assert.rejects(failing.graders.gradeBatch({ graderKey: "index", threads, concurrency: 2 }), { status: 400 });
+    // 10 parts: the first alone, then two lanes: the second fails, the third (already sent) ends its lane
+    assert.equal(seen.length, 4, "limits, the first part, the failing second, the third sent beside it, and no more");
+  });
+
+  test("an answer without one result per thread is refused, not merged out of order", async () => {
+    const short = new Gradebox({
+      baseURL: s.url,
+      project: "opts",
+      apiKey: await s.keyFor("opts"),
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if (!new URL(String(input)).pathname.endsWith("/grade-batch")) return res;
+        const body = await res.json();
+        return Response.json({ ...body, results: body.results.slice(1) });
+      },
+    });
+    await assert.rejects(
+      short.graders.gradeBatch({ graderKey: "index", threads: [threadNo(1), threadNo(2)] }),
+      /answered 1 results for 2 threads/,
     );
   });
 
