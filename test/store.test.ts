@@ -265,6 +265,23 @@ describe("a shared registry: two stores (two nodes) on one PostgreSQL database",
   });
 });
 
+test("postgres: writes that wait to be heard do not hold their connection meanwhile (a pool of one, five at once)", {
+  timeout: 20_000,
+}, async () => {
+  const url = await createDatabase(postgres.url);
+  const [small, other] = [await Store.open({ db: url, pgPool: 1 }), await Store.open({ db: url })];
+  try {
+    // each write publishes and then waits until the other node heard it; holding the pool's only
+    // connection while asking the pool for another, the first of them never returned
+    await Promise.all(Array.from({ length: 5 }, (_, i) => small.insert(grader("p", `g${i}`))));
+    await Promise.all(Array.from({ length: 5 }, (_, i) => small.setLocked("p", `g${i}`, true)));
+    assert.equal((await other.cache.grader("p", "g4")).locked, true);
+  } finally {
+    await small.close();
+    await other.close();
+  }
+});
+
 describe("through the API: what a warm grade costs the registry", () => {
   for (const backend of ["postgres", "sqlite"] as const) {
     test(`${backend}: no statement per warm grade${backend === "sqlite" ? " (PRAGMA data_version notices another process's writes: no table read)" : ""}`, async () => {

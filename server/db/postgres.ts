@@ -21,7 +21,7 @@ const SETTLE_MS = 1000;
 /** a node that has not said it is alive for this long is not waited for (it crashed, or cannot listen) */
 const ALIVE_S = 5;
 const HEARTBEAT_MS = 1000;
-const POLL_MS = 2;
+const POLL_MS = 10;
 
 // what another node sent: read strictly, as anything that arrives over the wire
 const Notice = z.strictObject({
@@ -59,7 +59,8 @@ export class PostgresDb implements Db {
     const url = new URL(options.url);
     url.password = url.password ? "***" : "";
     this.label = url.toString();
-    this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize });
+    // a statement that cannot get a connection in 10 s fails rather than waits for ever
+    this.pool = new pg.Pool({ connectionString: options.url, max: options.poolSize, connectionTimeoutMillis: 10_000 });
     // an idle client's error (the server restarted) must not take the process down; the next query reconnects
     this.pool.on("error", () => {});
   }
@@ -217,13 +218,13 @@ export class PostgresDb implements Db {
   }
 
   async tx<T>(fn: (q: Queryable, publish: (change: Change) => void) => Promise<T>): Promise<T> {
-    return this.withClient(async (client) => {
+    let last = 0;
+    const result = await this.withClient(async (client) => {
       const q = this.queryable((sql, params) => {
         this.queries++;
         return client.query(numbered(sql), params as unknown[]);
       });
       const changes: Change[] = [];
-      let last = 0;
       await client.query("BEGIN");
       let result: T;
       try {
@@ -239,9 +240,12 @@ export class PostgresDb implements Db {
         throw error;
       }
       for (const change of changes) for (const listener of this.listeners) listener(change);
-      if (changes.length > 0) await this.heardEverywhere(last, SETTLE_MS);
       return result;
     });
+    // with the connection given back: waiting while holding it, with a pool as large as the writes
+    // in flight, left every write waiting for a connection the others held
+    if (last > 0) await this.heardEverywhere(last, SETTLE_MS);
+    return result;
   }
 
   /** Resolves once every live node has heard change `seq` (or after `ms`, when one is too slow to say so). */
