@@ -223,7 +223,7 @@ describe("grading", () => {
     assert.equal(scripted.maxInFlight, 3);
   });
 
-  test("misbehaviour: wrong count, non-finite reward, ids out of order, unknown fields, a huge body are ENDPOINT_INVALID_RESPONSE", async () => {
+  test("misbehaviour: wrong count, non-finite reward, ids out of order, unknown fields, a huge or deeply nested body are ENDPOINT_INVALID_RESPONSE; a redirect is not followed", async () => {
     await endpoint("misbehaves", { url: scripted.url, timeoutMs: 300 });
     const cases: Array<[string, ReturnType<Scripted["behave"]>, RegExp]> = [
       ["wrong count", { body: '{"responses": [{"reward": 1, "metadata": {}}]}' }, /answered 1 responses to 2 requests/],
@@ -236,16 +236,28 @@ describe("grading", () => {
       ["unknown field", { body: '{"responses": [{"reward": 1, "metadata": {}, "score": 2}, {"reward": 1}]}' }, /Unrecognized key/],
       ["proto key", { body: '{"responses": [{"reward": 1, "metadata": {"__proto__": {"x": 1}}}, {"reward": 1}]}' }, /__proto__/],
       ["huge", { bytes: 20 * 1024 * 1024 }, /over 16777216 bytes/],
+      // nested past any recursive walk's stack: refused as invalid, not taken for an outage
+      [
+        "deep",
+        { body: `{"responses": [{"reward": 1, "metadata": {"a": ${"[".repeat(200_000)}${"]".repeat(200_000)}}}, {"reward": 1}]}` },
+        /nested more than 68 levels/,
+      ],
     ];
     for (const [name, behaviour, message] of cases) {
       scripted.behave = () => behaviour;
       const r = await call(s.app, "POST", `${P}/graders/misbehaves/grade-batch`, { threads: [thread("a"), thread("b")] });
       assert.equal(r.status, 200, name);
+      assert.equal(r.body.results.length, 2, name);
       for (const result of r.body.results) {
         assert.equal(result.error?.code, "ENDPOINT_INVALID_RESPONSE", `${name}: ${JSON.stringify(result)}`);
         assert.match(result.error.message, message, name);
       }
     }
+    // a redirect is not followed: it would carry the endpoint's secret headers wherever it pointed
+    scripted.behave = () => ({ status: 307, headers: { location: "http://127.0.0.1:9/batch_score" }, body: "" });
+    const r = await call(s.app, "POST", `${P}/graders/misbehaves/grade-batch`, { threads: [thread("a")] });
+    assert.equal(r.body.results[0].error?.code, "ENDPOINT_UNAVAILABLE");
+    assert.match(r.body.results[0].error.message, /HTTP 307 \(redirects are not followed/);
   });
 
   test("429 with retry-after and 500 are retried; a hang times out; after 5 failures the breaker fails fast", async () => {

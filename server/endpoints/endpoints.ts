@@ -7,10 +7,12 @@
 
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import type { GradeOutcome } from "../../sandbox/checks.ts";
+import { MAX_RESULT } from "../../sandbox/reply.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
+import { MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
 import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
@@ -18,8 +20,8 @@ import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
 /** A reply body of an endpoint, at most (the dispatcher stops there). */
 export const MAX_ENDPOINT_RESPONSE_BYTES = 16 * 1024 * 1024;
-/** One response's metadata, as JSON, at most (as for an isolate's result). */
-const MAX_RESULT_METADATA = 16 * 1024;
+/** An endpoint's answer nests at most this deep: its metadata as a thread's may, plus the envelope. */
+const MAX_ANSWER_DEPTH = MAX_METADATA_DEPTH + 4;
 
 export interface EndpointTarget {
   id: string;
@@ -166,23 +168,30 @@ export class Endpoints {
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
         dispatcher: this.dispatcher,
-        redirect: "follow",
+        // not followed: the headers (headersEnv secrets among them) would go wherever it pointed
+        redirect: "manual",
       });
       if (response.status !== 200) {
         await response.body?.cancel().catch(() => {});
         if (response.status === 404 && allow404) return undefined;
-        throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}`, response.headers);
+        const redirected =
+          response.status >= 300 && response.status < 400 ? " (redirects are not followed: register the URL it points to)" : "";
+        throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}${redirected}`, response.headers);
       }
       text = await response.text();
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw transportError(error, signal, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
     }
+    let value: unknown;
     try {
-      return parseUntrustedJson(text);
+      value = parseUntrustedJson(text);
     } catch {
       throw invalid(`${path} answered a body that is not JSON (or uses __proto__ / constructor.prototype keys)`);
     }
+    // before anything walks it recursively (JSON.stringify of the metadata, the schema compiler)
+    if (nestsDeeperThan(value, MAX_ANSWER_DEPTH)) throw invalid(`${path} answered JSON nested more than ${MAX_ANSWER_DEPTH} levels deep`);
+    return value;
   }
 }
 
@@ -199,6 +208,7 @@ function scored(response: ScoreResponse, id: string): GradeOutcome {
   }
   const metadata = response.metadata ?? {};
   const size = JSON.stringify(metadata).length;
-  if (size > MAX_RESULT_METADATA) throw invalid(`a response's metadata is ${size} characters of JSON; at most ${MAX_RESULT_METADATA}`);
+  // one response's metadata as JSON: at most what an isolate's result may be
+  if (size > MAX_RESULT) throw invalid(`a response's metadata is ${size} characters of JSON; at most ${MAX_RESULT}`);
   return Object.keys(metadata).length ? { score: response.reward, metadata } : { score: response.reward };
 }
