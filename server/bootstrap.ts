@@ -10,7 +10,7 @@ import { isPostgresUrl } from "./db/db.ts";
 import type { Store } from "./store.ts";
 
 /** Where the server keeps its files: next to a SQLite database, or ./data with PostgreSQL. */
-export function stateDir(dbPath: string): string {
+function stateDir(dbPath: string): string {
   return isPostgresUrl(dbPath) ? "data" : dirname(dbPath);
 }
 

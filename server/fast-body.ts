@@ -31,7 +31,7 @@ function onlyKeys(o: Record<string, unknown>, allowed: readonly string[]): boole
   return true;
 }
 
-export function plainThread(config: Pick<Config, "maxTurns" | "maxContent">): (thread: unknown) => boolean {
+function plainThread(config: Pick<Config, "maxTurns" | "maxContent">): (thread: unknown) => boolean {
   const { maxTurns, maxContent } = config;
   return (thread) => {
     if (!isPlainObject(thread) || !onlyKeys(thread, ["turns", "metadata"])) return false;
@@ -50,13 +50,13 @@ export function plainThread(config: Pick<Config, "maxTurns" | "maxContent">): (t
 }
 
 /** `{thread}`: POST …/grade without a pinned version */
-export function plainGradeBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
+function plainGradeBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
   const thread = plainThread(config);
   return (body) => isPlainObject(body) && onlyKeys(body, ["thread"]) && thread(body.thread);
 }
 
 /** `{threads}`: POST …/grade-batch without a pinned version */
-export function plainBatchBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
+function plainBatchBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
   const thread = plainThread(config);
   return (body) => {
     if (!isPlainObject(body) || !onlyKeys(body, ["threads"])) return false;

@@ -23,6 +23,7 @@ const SQL = {
          WHERE (CAST(? AS TEXT) IS NULL OR project = ?) ORDER BY project, created_at`,
   revoke: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
   any: "SELECT 1 AS one FROM api_keys LIMIT 1",
+  exists: "SELECT 1 AS one FROM api_keys WHERE id = ?",
 };
 
 export class Keys {
@@ -67,7 +68,7 @@ export class Keys {
       return n;
     });
     if (changes === 0) {
-      const known = (await this.list()).some((k) => k.id === id);
+      const known = (await this.db.get(SQL.exists, [id])) !== undefined;
       throw new AppError("INVALID_REQUEST", known ? `key ${id} is already revoked` : `no key ${id}; \`gradebox keys list\` shows the ids`);
     }
   }

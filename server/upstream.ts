@@ -55,7 +55,7 @@ export function statusError(status: number, message: string, headers?: { get(nam
 }
 
 /** A failure below HTTP: the egress policy, the dispatcher's size cap, the deadline, or the network. */
-export function transportError(error: unknown, signal: AbortSignal, who: string, maxBytes: number): UpstreamError {
+export function transportError(error: unknown, timedOut: boolean, who: string, maxBytes: number): UpstreamError {
   const denied = egressDenial(error);
   if (denied) return new UpstreamError("denied", denied.message);
   for (let e: unknown = error, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
@@ -63,7 +63,7 @@ export function transportError(error: unknown, signal: AbortSignal, who: string,
       return new UpstreamError("invalid", `the response is over ${maxBytes} bytes; at most that is read`);
     }
   }
-  if (signal.aborted) return new UpstreamError("unavailable", `${who} did not answer in time`, { retryable: true, cause: error });
+  if (timedOut) return new UpstreamError("unavailable", `${who} did not answer in time`, { retryable: true, cause: error });
   const cause = (error as { cause?: { message?: string } })?.cause?.message;
   return new UpstreamError("unavailable", `cannot reach ${who}: ${cause ?? (error as Error)?.message ?? String(error)}`, {
     retryable: true,

@@ -20,6 +20,8 @@ import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
 /** A reply body of an endpoint, at most (the dispatcher stops there). */
 export const MAX_ENDPOINT_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** endpoint graders kept ready per process (their Upstream and compiled metadata check) */
+const MAX_HANDLES = 1000;
 /** An endpoint's answer nests at most this deep: its metadata as a thread's may, plus the envelope. */
 const MAX_ANSWER_DEPTH = MAX_METADATA_DEPTH + 4;
 
@@ -87,6 +89,9 @@ export class Endpoints {
         upstream: new Upstream(`endpoint ${target.key} (${spec.url})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs }),
         ...(spec.metadataSchema === undefined ? {} : { check: compileMetadataSchema(spec.metadataSchema) }),
       };
+      // bounded as the judges' templates are: another node's delete is never heard here, and a
+      // dropped handle is rebuilt on the next call (with a fresh breaker)
+      if (this.handles.size >= MAX_HANDLES) this.handles.delete(this.handles.keys().next().value as string);
       this.handles.set(target.id, handle);
     }
     return handle;
@@ -181,7 +186,7 @@ export class Endpoints {
       text = await response.text();
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
-      throw transportError(error, signal, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
+      throw transportError(error, signal.aborted, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
     }
     let value: unknown;
     try {

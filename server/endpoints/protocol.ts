@@ -13,7 +13,10 @@ const Metadata = z
   .nullable()
   .optional()
   .transform((m) => m ?? {});
-const Id = z.union([z.string().max(256), z.number().int()]).optional();
+export const Id = z
+  .union([z.string().max(256), z.number().int()])
+  .optional()
+  .describe("the caller's id for the request, echoed in its response");
 
 export const ScoreRequest = z.strictObject({ turns: z.array(RewardTurn).min(1), metadata: Metadata, id: Id });
 export const ScoreResponse = z.strictObject({
@@ -21,7 +24,6 @@ export const ScoreResponse = z.strictObject({
   metadata: Metadata,
   id: Id,
 });
-export const BatchScoreRequest = z.strictObject({ requests: z.array(ScoreRequest).min(1) });
 export const BatchScoreResponse = z.strictObject({ responses: z.array(ScoreResponse) });
 export const Info = z.strictObject({ version: z.string().max(256), name: z.string().max(256), description: z.string().max(10_000) });
 

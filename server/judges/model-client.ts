@@ -130,5 +130,5 @@ function classify(error: unknown, signal: AbortSignal): UpstreamError {
   if (error instanceof SyntaxError) return new UpstreamError("invalid", `the model's response is not JSON: ${error.message.slice(0, 200)}`);
   // the openai package reports its own time-out (the signal is ours) as a connection time-out
   const timedOut = signal.aborted || error instanceof OpenAI.APIConnectionTimeoutError;
-  return transportError(error, timedOut ? AbortSignal.abort() : signal, "the model", MAX_RESPONSE_BYTES);
+  return transportError(error, timedOut, "the model", MAX_RESPONSE_BYTES);
 }

@@ -10,16 +10,12 @@ import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { authenticate } from "../auth.ts";
 import type { Config } from "../config.ts";
-import { RewardTurn } from "../endpoints/protocol.ts";
+import { Id, RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
-const Id = z
-  .union([z.string().max(256), z.number().int()])
-  .optional()
-  .describe("the caller's id for the request, echoed in its response");
 const RewardOut = z
   .object({
     reward: z.number().describe("the grader's score"),
