@@ -2,7 +2,7 @@
 // SQLite embedded, or PostgreSQL shared by many nodes. Every write is one transaction that
 // publishes what it changed, so each node's caches (registry-cache.ts) drop what is stale.
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { z } from "zod";
 import type { WireThread } from "../sdk/thread.ts";
 import { type Db, isPostgresUrl, isUniqueViolation, type Queryable } from "./db/db.ts";
@@ -278,7 +278,7 @@ export class Store {
   /** Stores a combined grader; its parts must be function graders of the same project. */
   async insertCombined(g: { project: string; key: string; description: string; mode: CombineMode; parts: Part[] }): Promise<GraderRow> {
     const id = randomUUID();
-    await this.db.tx(async (q, publish) => {
+    return this.create(g.project, g.key, async (q) => {
       if (await this.read(q, g.project, g.key)) throw graderExists(g.project, g.key);
       const now = new Date().toISOString();
       await q.run(SQL.insertCombined, [id, g.project, g.key, g.mode, g.description, now, now]);
@@ -306,49 +306,56 @@ export class Store {
         }
         await q.run(SQL.insertPart, [id, position, row.id, part.name, part.weight, part.version ?? null]);
       }
-      publish(Store.changed(g.project));
     });
-    return (await this.get(g.project, g.key)) as GraderRow;
+  }
+
+  /**
+   * Stores a new grader: `write` runs its statements in one transaction, a key already taken is
+   * GRADER_EXISTS, and the stored row is returned. Nothing is published: no node caches a grader
+   * that does not exist yet (GRADER_NOT_FOUND is not remembered), so none has anything to drop.
+   */
+  private async create(project: string, key: string, write: (q: Queryable) => Promise<void>): Promise<GraderRow> {
+    try {
+      await this.db.tx((q) => write(q));
+    } catch (error) {
+      if (isUniqueViolation(error)) throw graderExists(project, key);
+      throw error;
+    }
+    return (await this.get(project, key)) as GraderRow;
   }
 
   /** Stores a judge grader; its model must be one of the project's. */
-  async insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec; sha256: string }): Promise<GraderRow> {
+  async insertJudge(g: { project: string; key: string; description: string; spec: JudgeSpec }): Promise<GraderRow> {
     return this.insertConfigured("judge", g, (await this.mustGetModel(g.project, g.spec.model)).id);
   }
 
   /** Stores an external endpoint grader. */
-  insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec; sha256: string }): Promise<GraderRow> {
+  insertEndpoint(g: { project: string; key: string; description: string; spec: EndpointSpec }): Promise<GraderRow> {
     return this.insertConfigured("endpoint", g, null);
   }
 
   /** A grader whose definition is its config (JSON); the row's UNIQUE (project, key) settles a race. */
   private async insertConfigured(
     kind: "judge" | "endpoint",
-    g: { project: string; key: string; description: string; spec: unknown; sha256: string },
+    g: { project: string; key: string; description: string; spec: unknown },
     modelId: string | null,
   ): Promise<GraderRow> {
     const now = new Date().toISOString();
-    try {
-      await this.db.tx(async (q, publish) => {
-        await q.run(SQL.insertConfigured, [
-          randomUUID(),
-          g.project,
-          g.key,
-          kind,
-          g.description,
-          g.sha256,
-          now,
-          now,
-          JSON.stringify(g.spec),
-          modelId,
-        ]);
-        publish(Store.changed(g.project));
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw graderExists(g.project, g.key);
-      throw error;
-    }
-    return (await this.get(g.project, g.key)) as GraderRow;
+    const config = JSON.stringify(g.spec);
+    return this.create(g.project, g.key, async (q) => {
+      await q.run(SQL.insertConfigured, [
+        randomUUID(),
+        g.project,
+        g.key,
+        kind,
+        g.description,
+        createHash("sha256").update(config).digest("hex"),
+        now,
+        now,
+        config,
+        modelId,
+      ]);
+    });
   }
 
   async insertModel(m: Omit<ModelRow, "id" | "createdAt">): Promise<ModelRow> {
@@ -423,27 +430,20 @@ export class Store {
     const id = randomUUID();
     const now = new Date().toISOString();
     const warnings = JSON.stringify(g.warnings);
-    try {
-      await this.db.tx(async (q, publish) => {
-        await q.run(SQL.insert, [id, g.project, g.key, g.description, g.source, g.compiled, g.sourceSha256, warnings, now, now]);
-        await q.run(SQL.insertVersion, [
-          id,
-          1,
-          g.description,
-          g.source,
-          g.compiled,
-          g.sourceSha256,
-          warnings,
-          JSON.stringify(g.samples ?? []),
-          now,
-        ]);
-        publish(Store.changed(g.project));
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw graderExists(g.project, g.key);
-      throw error;
-    }
-    return (await this.get(g.project, g.key)) as GraderRow;
+    return this.create(g.project, g.key, async (q) => {
+      await q.run(SQL.insert, [id, g.project, g.key, g.description, g.source, g.compiled, g.sourceSha256, warnings, now, now]);
+      await q.run(SQL.insertVersion, [
+        id,
+        1,
+        g.description,
+        g.source,
+        g.compiled,
+        g.sourceSha256,
+        warnings,
+        JSON.stringify(g.samples ?? []),
+        now,
+      ]);
+    });
   }
 
   get(project: string, key: string): Promise<GraderRow | undefined> {

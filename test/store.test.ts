@@ -153,7 +153,7 @@ for (const backend of ["sqlite", "postgres"] as const) {
         "MODEL_EXISTS",
       );
       const spec = { type: "binary", model: "m", criteria: "ok" } as never;
-      const judge = await store.insertJudge({ project: "p", key: "j", description: "", spec, sha256: "s" });
+      const judge = await store.insertJudge({ project: "p", key: "j", description: "", spec });
       assert.equal(judge.modelId, model.id);
       assert.deepEqual(judge.judge, spec);
       assert.equal(await code(store.deleteModel("p", "m")), "MODEL_IN_USE");

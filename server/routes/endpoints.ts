@@ -1,7 +1,6 @@
 // External endpoint graders: create one (its /info and /metadata_schema are read first).
 // Listing, getting, locking, deleting and grading are the graders routes'.
 
-import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { authenticate } from "../auth.ts";
@@ -43,8 +42,7 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
       const { key, description, ...create } = req.body;
       if (await store.get(project, key)) throw graderExists(project, key);
       const spec = await grading.endpoints.probe(create);
-      const sha256 = createHash("sha256").update(JSON.stringify(spec)).digest("hex");
-      return reply.code(201).send(detail(await store.insertEndpoint({ project, key, description, spec, sha256 })));
+      return reply.code(201).send(detail(await store.insertEndpoint({ project, key, description, spec })));
     },
   );
 }

@@ -1,7 +1,6 @@
 // Judge graders: create a binary, pre-built or rubric judge, and show the prompt a judge sends
 // for a thread. Listing, getting, locking, deleting and grading are the graders routes'.
 
-import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -84,8 +83,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
   }
 
   async function create(project: string, key: string, description: string, spec: JudgeSpec) {
-    const sha256 = createHash("sha256").update(JSON.stringify(spec)).digest("hex");
-    return detail(await store.insertJudge({ project, key, description, spec, sha256 }));
+    return detail(await store.insertJudge({ project, key, description, spec }));
   }
 
   app.post(
