@@ -161,7 +161,23 @@ describe("three nodes, one registry, one load balancer", () => {
 
   test("SIGKILL one node mid-batch: the batch completes through the others, no acknowledged registration is lost", async () => {
     const threads = Array.from({ length: 3000 }, (_, i) => thread(String(i % 10), { expected: "3" }));
-    const batch = viaLb.graders.gradeBatch({ graderKey: "exact", threads }); // 30 requests of 100, 4 at a time
+    // node 1 dies once 5 of the batch's 30 parts have been answered: mid-batch for certain
+    let answered = 0;
+    let killedAt: number | undefined;
+    const counting = new Gradebox({
+      baseURL: lb.url,
+      project: PROJECT,
+      apiKey: key,
+      fetch: async (input, init) => {
+        const response = await fetch(input, init);
+        if (new URL(String(input)).pathname.endsWith("/grade-batch") && response.ok && ++answered === 5) {
+          killedAt = answered;
+          nodes[1].child.kill("SIGKILL");
+        }
+        return response;
+      },
+    });
+    const batch = counting.graders.gradeBatch({ graderKey: "exact", threads }); // 30 requests of 100, 4 at a time
     const acknowledged: string[] = [];
     const registrations = (async () => {
       for (let i = 0; i < 40; i++) {
@@ -172,10 +188,9 @@ describe("three nodes, one registry, one load balancer", () => {
         );
       }
     })();
-    await new Promise((r) => setTimeout(r, 300));
-    nodes[1].child.kill("SIGKILL");
     const { results } = await batch;
     await registrations;
+    assert.equal(killedAt, 5, "node 1 was killed with 25 parts still to answer");
     assert.equal(results.length, 3000);
     assert.deepEqual(
       results.map((r) => ("score" in r ? r.score : r.error.code)),
