@@ -24,11 +24,11 @@ const MiB = 1024 * 1024;
 /**
  * Resident memory (MiB) measured in this repository, which the pod's memory limit is computed
  * from (docs/DEPLOY.md): the README's "Benchmark" section, `rssWith1000GradersByProcessMB` at
- * commit 0775335 (1,000 graders invoked, 2 grading workers: api 408, validation worker 236,
+ * commit 64da0ba (1,000 graders invoked, 2 grading workers: api 410, validation worker 241,
  * other 19 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
- * ("# worker RSS: 100 MB before").
+ * ("# worker RSS: 100 MB before"). They are copied here from those runs, not measured by this test.
  */
-const MEASURED_MIB = { api: 408, validationWorker: 236, esbuild: 19, idleGradingWorker: 100 };
+const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGradingWorker: 100 };
 
 /**
  * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/watchdog.ts): idle,

@@ -254,6 +254,31 @@ describe("a shared registry: two stores (two nodes) on one PostgreSQL database",
     await within1s(async () => (await b.cache.grader("s", "crashy")).quarantinedAt !== null);
   });
 
+  test("while B's listening connection is down B caches nothing and reads the registry every time; once back it caches again", async () => {
+    await a.insert(grader("s", "cut"));
+    await b.cache.grader("s", "cut"); // warm on B
+    const listenerPid = (b.db as unknown as { listener?: { processID?: number } }).listener?.processID;
+    assert.ok(listenerPid, "B listens on a connection of its own");
+    await a.db.get("SELECT pg_terminate_backend(?) AS ok", [listenerPid]);
+    await within1s(async () => !b.db.listening);
+    const before = b.db.queries;
+    await b.cache.grader("s", "cut");
+    await b.cache.grader("s", "cut");
+    assert.equal(b.db.queries - before, 2, "each read goes to the registry while changes could be missed");
+    await a.update("s", "cut", grader("s", "cut", 2));
+    assert.equal((await b.cache.grader("s", "cut")).version, 2, "and so sees the update at once");
+    // it listens again (500 ms later) and caches again
+    const started = performance.now();
+    while (!b.db.listening) {
+      assert.ok(performance.now() - started < 5000, "B listens again within 5 s");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await b.cache.grader("s", "cut");
+    const warm = b.db.queries;
+    await b.cache.grader("s", "cut");
+    assert.equal(b.db.queries, warm, "cached again");
+  });
+
   test("a key revoked through A stops working on B at once", async () => {
     const { key, info } = await a.keys.create("s");
     assert.equal(await b.cache.verifyKey(key), "s");
