@@ -167,8 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     except RewardServerError as err:
         print(json.dumps({"error": err.to_dict()}), file=sys.stderr)
         return 1
-    except (urllib.error.URLError, OSError) as err:
+    except OSError as err:  # urllib's URLError is one
         print(json.dumps({"error": {"status": 0, "code": "CONNECTION_ERROR", "detail": str(err)}}), file=sys.stderr)
+        return 1
+    except (ValueError, KeyError, TypeError) as err:  # a 2xx answer that is not the protocol's JSON
+        print(json.dumps({"error": {"status": 0, "code": "BAD_RESPONSE", "detail": str(err)[:500]}}), file=sys.stderr)
         return 1
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")

@@ -69,7 +69,6 @@ def test_errors_map_like_the_typescript_sdk() -> None:
     assert isinstance(error_from_response(422, {"code": "GRADER_ERROR"}, None), gradebox.UnprocessableEntityError)
     bare = error_from_response(502, {"title": "Bad gateway"}, None)
     assert (type(bare), bare.code, str(bare)) == (gradebox.InternalServerError, "HTTP_502", "502 HTTP_502: Bad gateway")
-    assert issubclass(gradebox.APITimeoutError, gradebox.APIConnectionError)
 
 
 def test_backoff_has_jitter_and_retry_after_takes_seconds_or_a_date() -> None:
@@ -156,3 +155,46 @@ def test_a_stalled_answer_is_an_api_timeout_error(stub: Stub) -> None:
     with pytest.raises(gradebox.APITimeoutError):
         c.graders.get("g")
     assert time.monotonic() - started < 0.9
+
+
+def test_an_answer_over_the_cap_is_refused_and_its_connection_dropped(stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gradebox._transport, "MAX_RESPONSE_BYTES", 100)
+    stub.replies = [Reply(200, {"key": "x" * 200}), Reply(200, {"key": "small"})]
+    c = Gradebox(stub.url, api_key="k", max_retries=0)
+    with pytest.raises(gradebox.APIError) as info:
+        c.graders.get("g")
+    assert (info.value.code, info.value.status) == ("RESPONSE_TOO_LARGE", 200)
+    assert c.graders.get("g")["key"] == "small"
+    assert len({s.port for s in stub.seen}) == 2, "the half-read connection was not reused"
+
+
+def test_a_batch_answer_without_one_result_per_thread_is_refused(stub: Stub) -> None:
+    stub.replies = [
+        Reply(200, {"maxBatchThreads": 1000, "maxBodyBytes": 1_000_000}),
+        Reply(200, {"results": [{"score": 1}], "durationMs": 1, "version": 1}),
+    ]
+    c = Gradebox(stub.url, api_key="k", max_retries=0)
+    threads = [{"turns": [{"role": "assistant", "content": "a"}]}, {"turns": [{"role": "assistant", "content": "b"}]}]
+    with pytest.raises(gradebox.APIError) as info:
+        c.graders.grade_batch("g", threads)
+    assert info.value.code == "INVALID_RESPONSE"
+    assert "1 results for 2 threads" in str(info.value)
+
+
+def test_chunks_after_the_first_are_pinned_to_the_version_that_graded_it(stub: Stub) -> None:
+    stub.replies = [
+        Reply(200, {"maxBatchThreads": 1, "maxBodyBytes": 1_000_000}),
+        *[Reply(200, {"results": [{"score": i}], "durationMs": 1, "version": 7}) for i in range(3)],
+    ]
+    c = Gradebox(stub.url, api_key="k", max_retries=0)
+    threads = [{"turns": [{"role": "assistant", "content": str(i)}]} for i in range(3)]
+    assert c.graders.grade_batch("g", threads)["version"] == 7
+    bodies = [json.loads(s.body) for s in stub.seen if s.path.endswith("/grade-batch")]
+    assert [b.get("version") for b in bodies] == [None, 7, 7]
+
+
+def test_a_safe_request_is_retried_after_a_time_out(stub: Stub) -> None:
+    stub.replies = [Reply(200, {"key": "late"}, delay=1.0), Reply(200, {"key": "g"})]
+    c = Gradebox(stub.url, api_key="k", timeout=0.2, max_retries=1)
+    assert c.graders.get("g")["key"] == "g"
+    assert len(stub.seen) == 2

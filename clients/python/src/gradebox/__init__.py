@@ -34,10 +34,12 @@ from .errors import (
 from .reward import OnError, RewardFunction, build_threads
 from .types import (
     GradeBatchResponse,
+    GradeError,
     Grader,
     GradeResponse,
     GradeResult,
     GraderPage,
+    Role,
     GraderWithSource,
     GradeScore,
     Limits,
@@ -54,6 +56,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "GradeBatchResponse",
+    "GradeError",
     "GradeResponse",
     "GradeResult",
     "GradeScore",
@@ -73,6 +76,7 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitError",
     "RewardFunction",
+    "Role",
     "Thread",
     "Turn",
     "UnprocessableEntityError",

@@ -9,7 +9,10 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 
-__all__ = ["Response", "StaleConnection", "Transport"]
+__all__ = ["MAX_RESPONSE_BYTES", "Response", "ResponseTooLarge", "StaleConnection", "Transport"]
+
+#: the most of an answer that is read: a batch of 1,000 results with 16 KiB of metadata each is 16 MiB
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 # what a kept-alive connection the server already closed fails with
 _STALE_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
@@ -21,6 +24,15 @@ class StaleConnection(Exception):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
+
+
+class ResponseTooLarge(Exception):
+    """The server answered more than MAX_RESPONSE_BYTES; the rest was not read."""
+
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        super().__init__(f"the answer is over {MAX_RESPONSE_BYTES} bytes")
+        self.status = status
+        self.headers = headers
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,7 @@ class Transport:
         try:
             conn.request(method, self.base_path + path, body=body, headers=headers)
             res = conn.getresponse()
-            data = res.read()
+            data = res.read(MAX_RESPONSE_BYTES + 1)
         except _STALE_ERRORS as error:
             self._drop(conn)
             if reused:
@@ -87,6 +99,9 @@ class Transport:
             self._drop(conn)
             raise
         response_headers = {name.lower(): value for name, value in res.getheaders()}
+        if len(data) > MAX_RESPONSE_BYTES:
+            self._drop(conn)  # the rest is unread: the connection cannot carry another request
+            raise ResponseTooLarge(res.status, response_headers)
         if res.will_close:
             self._drop(conn)
         return Response(res.status, response_headers, data)

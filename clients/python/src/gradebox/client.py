@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ._transport import StaleConnection, Transport
+from ._transport import ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
 from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, error_from_response
 from .types import GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Thread
@@ -221,24 +221,23 @@ class Gradebox:
                     stale_retried = True
                     continue
                 raise APIConnectionError(f"{method} {path}: the connection was closed: {stale.cause}") from stale.cause
-            except TimeoutError as error:
+            except ResponseTooLarge as large:
+                raise APIError(
+                    large.status,
+                    "RESPONSE_TOO_LARGE",
+                    large.headers.get("x-request-id"),
+                    f"{method} {path}: {large}",
+                ) from None
+            except (OSError, http.client.HTTPException) as error:  # TimeoutError is an OSError
                 if can_retry:
                     time.sleep(_backoff(attempt))
                     attempt += 1
                     continue
-                raise APITimeoutError(f"{method} {path} timed out after {self.timeout:g} s") from error
-            except OSError as error:
-                if can_retry:
-                    time.sleep(_backoff(attempt))
-                    attempt += 1
-                    continue
+                if isinstance(error, TimeoutError):
+                    raise APITimeoutError(f"{method} {path} timed out after {self.timeout:g} s") from error
+                if isinstance(error, http.client.HTTPException):  # a malformed answer
+                    raise APIConnectionError(f"{method} {path}: {type(error).__name__}: {error}") from error
                 raise APIConnectionError(f"cannot reach Gradebox at {self.base_url}: {error}") from error
-            except http.client.HTTPException as error:  # a malformed answer
-                if can_retry:
-                    time.sleep(_backoff(attempt))
-                    attempt += 1
-                    continue
-                raise APIConnectionError(f"{method} {path}: {type(error).__name__}: {error}") from error
 
             request_id = response.headers.get("x-request-id")
             text = response.body.decode("utf-8", errors="replace")
@@ -364,6 +363,11 @@ class Graders:
             tail = b"]}" if pinned is None else b'],"version":' + str(pinned).encode() + b"}"
             raw = b'{"threads":[' + b",".join(items) + tail
             answer, request_id = self._client._request("POST", path, raw_body=raw, retry=True)
+            if len(answer.get("results", ())) != len(items):
+                # a short or long answer would put every later result on the wrong thread
+                raise APIError(
+                    200, "INVALID_RESPONSE", request_id, f"the server answered {len(answer.get('results', ()))} results for {len(items)} threads"
+                )
             return _Chunk(answer["results"], float(answer.get("durationMs", 0.0)), int(answer["version"]), request_id)
 
         if len(encoded) == 0:

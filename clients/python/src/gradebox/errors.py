@@ -102,28 +102,27 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-class GraderValidationError(UnprocessableEntityError):
+class _Positioned(UnprocessableEntityError):
+    """A 422 whose body may say where in the grader's source (1-based) it happened."""
+
+    @property
+    def line(self) -> int | None:
+        return _int_or_none(self.body.get("line"))
+
+    @property
+    def column(self) -> int | None:
+        return _int_or_none(self.body.get("column"))
+
+
+class GraderValidationError(_Positioned):
     """One of the five checks refused the grader (422 VALIDATION_FAILED); nothing was saved."""
 
-    check: Check
-    line: int | None
-    column: int | None
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        request_id: str | None,
-        message: str,
-        body: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(status, code, request_id, message, body)
-        self.check = self.body.get("check")  # type: ignore[assignment]
-        self.line = _int_or_none(self.body.get("line"))
-        self.column = _int_or_none(self.body.get("column"))
+    @property
+    def check(self) -> Check:
+        return self.body.get("check")  # type: ignore[return-value]
 
 
-class GraderRuntimeError(UnprocessableEntityError):
+class GraderRuntimeError(_Positioned):
     """The grader ran and failed: GRADER_ERROR, GRADER_TIMEOUT, GRADER_MEMORY_LIMIT, INVALID_SCORE,
     SANDBOX_CRASHED, COMPONENT_FAILED, … (see GRADE_ERROR_CODES).
 
@@ -131,22 +130,9 @@ class GraderRuntimeError(UnprocessableEntityError):
     when known. ``index``: the item of a batch (or of a reward-function call) that failed, when
     the error stands for one item."""
 
-    line: int | None
-    column: int | None
-    index: int | None
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        request_id: str | None,
-        message: str,
-        body: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(status, code, request_id, message, body)
-        self.line = _int_or_none(self.body.get("line"))
-        self.column = _int_or_none(self.body.get("column"))
-        self.index = _int_or_none(self.body.get("index"))
+    @property
+    def index(self) -> int | None:
+        return _int_or_none(self.body.get("index"))
 
 
 class APIConnectionError(GradeboxError):

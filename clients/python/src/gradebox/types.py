@@ -3,7 +3,7 @@ it, camelCase keys included), typed with TypedDicts. Mirrors sdk/types.ts."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 __all__ = [
     "GradeBatchResponse",
@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool", "document"]
-ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool", "document")
+ROLES: tuple[str, ...] = get_args(Role)
 
 
 class Turn(TypedDict):
