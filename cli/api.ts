@@ -40,7 +40,7 @@ export class GradeboxCommand extends Command {
     const names: string[] = [];
     for (let c: Command | null = this; c; c = c.parent) names.unshift(c.name());
     this.showHelpAfterError(`Usage: ${this.createHelp().commandUsage(this)}\nRun '${names.join(" ")} --help' for its options.`);
-    return super.error(message, { ...errorOptions, exitCode: EXIT_USAGE });
+    return super.error(message, errorOptions); // exitOverride makes any failure exit 2
   }
 }
 
@@ -61,10 +61,11 @@ export const fraction = (v: string) => {
   if (v.trim() === "" || !(n >= 0 && n <= 1)) throw new InvalidArgumentError("it must be a number from 0 to 1");
   return n;
 };
-/** A repeatable name=value option, collected in order. */
-export const nameValue = (what: string) => (v: string, all: string[]) => {
-  if (v.indexOf("=") < 1) throw new InvalidArgumentError(`it must be ${what}`);
-  return [...all, v];
+/** A repeatable name=value option, collected into one record (default `{}`). */
+export const nameValue = (what: string) => (v: string, all: Record<string, string>) => {
+  const eq = v.indexOf("=");
+  if (eq < 1) throw new InvalidArgumentError(`it must be ${what}`);
+  return { ...all, [v.slice(0, eq)]: v.slice(eq + 1) };
 };
 
 /** What went wrong opening a file, in a few words. */
@@ -131,9 +132,9 @@ export function client(opts: ApiOptions): Gradebox {
 }
 
 /** The options every API command takes; flags win over GRADEBOX_URL, GRADEBOX_API_KEY, GRADEBOX_PROJECT. */
-export function withApiOptions(command: Command): Command {
+export function withApiOptions(command: Command, urlFlag = "--url"): Command {
   return command
-    .option("--url <url>", "server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
+    .option(`${urlFlag} <url>`, "Gradebox server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
     .option("--api-key <key>", "API key (env GRADEBOX_API_KEY)")
     .option("--project <name>", "project (env GRADEBOX_PROJECT, default: default)")
     .option("--json", "machine-readable output");

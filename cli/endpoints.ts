@@ -3,7 +3,7 @@
 
 import type { Command } from "commander";
 import type { EndpointDefinition } from "../sdk/index.ts";
-import { type ApiOptions, client, nameValue, printJson, run, wholeNumber } from "./api.ts";
+import { type ApiOptions, client, nameValue, printJson, run, wholeNumber, withApiOptions } from "./api.ts";
 
 /** An endpoint's definition, as `get` shows it. */
 export function describeEndpoint(e: EndpointDefinition): string {
@@ -20,62 +20,55 @@ export function addEndpointCommands(program: Command): void {
   const endpoint = program.command("endpoint").description("external endpoint graders: reward servers Gradebox calls to grade");
 
   // --url is the endpoint's here, so the server's address is --server (or GRADEBOX_URL)
-  endpoint
-    .command("create")
-    .description("register a reward server as a grader (its /info and /metadata_schema are read; grade it with `gradebox grade`)")
-    .argument("<key>", "the grader key")
-    .requiredOption("--url <url>", "the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema")
-    .option(
-      "--header <name=var>",
-      "a request header whose value comes from a server environment variable, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
-      nameValue("Name=GRADEBOX_SECRET_VAR"),
-      [] as string[],
-    )
-    .option("--timeout-ms <n>", "per attempt, ms (default 30000)", wholeNumber)
-    .option("--no-batch", "call /score once per thread instead of /batch_score")
-    .option("--batch-size <n>", "threads per /batch_score call (default 64)", wholeNumber)
-    .option("--max-concurrency <n>", "calls in flight to the endpoint at once (default 8)", wholeNumber)
-    .option("-d, --description <text>", "what it scores")
-    .option("--server <url>", "Gradebox server URL (env GRADEBOX_URL, default http://127.0.0.1:8787)")
-    .option("--api-key <key>", "API key (env GRADEBOX_API_KEY)")
-    .option("--project <name>", "project (env GRADEBOX_PROJECT, default: default)")
-    .option("--json", "machine-readable output")
-    .action(
-      (
-        key: string,
-        opts: Omit<ApiOptions, "url"> & {
-          server?: string;
-          url: string;
-          header: string[];
-          timeoutMs?: number;
-          batch: boolean;
-          batchSize?: number;
-          maxConcurrency?: number;
-          description?: string;
-        },
-      ) => {
-        const api: ApiOptions = { url: opts.server, apiKey: opts.apiKey, project: opts.project, json: opts.json };
-        const headersEnv: Record<string, string> = {};
-        for (const h of opts.header) {
-          const eq = h.indexOf("=");
-          headersEnv[h.slice(0, eq)] = h.slice(eq + 1);
-        }
-        return run(api, async () => {
-          const g = await client(api).graders.create.externalEndpoint({
-            key,
-            url: opts.url,
-            headersEnv: opts.header.length ? headersEnv : undefined,
-            timeoutMs: opts.timeoutMs,
-            batch: opts.batch,
-            batchSize: opts.batchSize,
-            maxConcurrency: opts.maxConcurrency,
-            description: opts.description,
-          });
-          if (opts.json) return printJson(g);
-          const info = g.endpoint?.info;
-          console.log(`✓ created ${g.key} (endpoint ${info?.name ?? "?"} ${info?.version ?? "?"} at ${g.endpoint?.url ?? opts.url})`);
-          for (const w of g.warnings) console.log(`  warning: ${w}`);
-        });
+  withApiOptions(
+    endpoint
+      .command("create")
+      .description("register a reward server as a grader (its /info and /metadata_schema are read; grade it with `gradebox grade`)")
+      .argument("<key>", "the grader key")
+      .requiredOption("--url <url>", "the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema")
+      .option(
+        "--header <name=var>",
+        "a request header whose value comes from a server environment variable, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
+        nameValue("Name=GRADEBOX_SECRET_VAR"),
+        {} as Record<string, string>,
+      )
+      .option("--timeout-ms <n>", "per attempt, ms (default 30000)", wholeNumber)
+      .option("--no-batch", "call /score once per thread instead of /batch_score")
+      .option("--batch-size <n>", "threads per /batch_score call (default 64)", wholeNumber)
+      .option("--max-concurrency <n>", "calls in flight to the endpoint at once (default 8)", wholeNumber)
+      .option("-d, --description <text>", "what it scores"),
+    "--server",
+  ).action(
+    (
+      key: string,
+      opts: Omit<ApiOptions, "url"> & {
+        server?: string;
+        url: string;
+        header: Record<string, string>;
+        timeoutMs?: number;
+        batch: boolean;
+        batchSize?: number;
+        maxConcurrency?: number;
+        description?: string;
       },
-    );
+    ) => {
+      const api: ApiOptions = { url: opts.server, apiKey: opts.apiKey, project: opts.project, json: opts.json };
+      return run(api, async () => {
+        const g = await client(api).graders.create.externalEndpoint({
+          key,
+          url: opts.url,
+          headersEnv: Object.keys(opts.header).length ? opts.header : undefined,
+          timeoutMs: opts.timeoutMs,
+          batch: opts.batch,
+          batchSize: opts.batchSize,
+          maxConcurrency: opts.maxConcurrency,
+          description: opts.description,
+        });
+        if (opts.json) return printJson(g);
+        const info = g.endpoint?.info;
+        console.log(`✓ created ${g.key} (endpoint ${info?.name ?? "?"} ${info?.version ?? "?"} at ${g.endpoint?.url ?? opts.url})`);
+        for (const w of g.warnings) console.log(`  warning: ${w}`);
+      });
+    },
+  );
 }

@@ -108,18 +108,13 @@ export function addJudgeCommands(program: Command): void {
       "--var <name=value>",
       "a value the template reads as {{template_variables.name}} (repeatable)",
       nameValue("name=value"),
-      [] as string[],
+      {} as Record<string, string>,
     )
     .action(
       async (
         key: string,
-        opts: ApiOptions & { model: string; criteria: string; templateFile?: string; var: string[]; description?: string },
+        opts: ApiOptions & { model: string; criteria: string; templateFile?: string; var: Record<string, string>; description?: string },
       ) => {
-        const templateVariables: Record<string, string> = {};
-        for (const v of opts.var) {
-          const eq = v.indexOf("=");
-          templateVariables[v.slice(0, eq)] = v.slice(eq + 1);
-        }
         const template = opts.templateFile ? await readInput(opts.templateFile) : undefined;
         await run(
           opts,
@@ -130,7 +125,7 @@ export function addJudgeCommands(program: Command): void {
                 judgeModel: opts.model,
                 criteria: opts.criteria,
                 template,
-                templateVariables: opts.var.length ? templateVariables : undefined,
+                templateVariables: Object.keys(opts.var).length ? opts.var : undefined,
                 description: opts.description,
               }),
               opts,

@@ -59,10 +59,11 @@ interface Ref {
 function parseRef(ref: string): Ref {
   const at = ref.lastIndexOf("@");
   if (at < 0) return { key: ref };
-  const version = Number(ref.slice(at + 1));
-  if (!/^\d+$/.test(ref.slice(at + 1)) || !Number.isSafeInteger(version) || version < 1)
+  try {
+    return { key: ref.slice(0, at), version: wholeNumber(ref.slice(at + 1)) };
+  } catch {
     throw new InvalidArgumentError("the version after @ must be a whole number from 1");
-  return { key: ref.slice(0, at), version };
+  }
 }
 
 /** A JSONL file, one JSON value per line; a line that is not JSON is a usage error naming its number. */

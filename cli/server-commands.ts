@@ -8,8 +8,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../server/config.ts";
 import { isPostgresUrl } from "../server/db/db.ts";
+import { NAME } from "../server/schemas.ts";
 import { Store } from "../server/store.ts";
-import { usageError } from "./api.ts";
+import { EXIT_FAILED, usageError } from "./api.ts";
 
 interface KeysOptions {
   init?: boolean;
@@ -72,7 +73,7 @@ export function addServerCommands(program: Command): void {
     .option("--json", "print JSON")
     .option("--init", INIT_HELP)
     .action(async (opts: KeysOptions & { project: string; label: string }, command: Command) => {
-      if (!/^[a-z0-9][a-z0-9._-]{0,127}$/.test(opts.project)) {
+      if (!NAME.test(opts.project)) {
         command.error(`error: project must match [a-z0-9][a-z0-9._-]{0,127}, got "${opts.project}"`);
       }
       const { key, info } = await withStore(opts, (s) => s.keys.create(opts.project, opts.label));
@@ -106,7 +107,7 @@ export function addServerCommands(program: Command): void {
         await withStore(opts, (s) => s.keys.revoke(id));
       } catch (error) {
         console.error(`error: ${(error as Error).message}`);
-        process.exit(1);
+        process.exit(EXIT_FAILED);
       }
       console.log(opts.json ? JSON.stringify({ revoked: id }) : `revoked ${id}`);
     });

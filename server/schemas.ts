@@ -9,7 +9,8 @@ import { EndpointSpec } from "./endpoints/spec.ts";
 import { ERRORS, type ErrorCode } from "./errors.ts";
 import { JudgeSpec } from "./judges/spec.ts";
 
-const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
+/** a project, grader or model key: also what `gradebox keys create --project` accepts */
+export const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
 const nameMessage = "must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters";
 
 export const ProjectParams = z.object({
