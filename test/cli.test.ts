@@ -436,6 +436,10 @@ test("models create, list; judge create binary, shown as a judge by ls, graded b
   const created = await run("judge", "create", "binary", "polite", "--model", "jm", "--criteria", "answers the question politely");
   assert.match(created.stdout, /✓ created polite \(binary judge, model jm\)/);
   assert.match((await run("ls")).stdout, /^polite +judge /m);
+  // --var, repeated: each name=value in order, a value may hold "="
+  await run("judge", "create", "binary", "styled", "--model", "jm", "--criteria", "c", "--var", "tone=warm", "--var", "rule=a=b");
+  assert.deepEqual(JSON.parse((await run("get", "styled", "--json")).stdout).judge.templateVariables, { tone: "warm", rule: "a=b" });
+  await run("rm", "styled");
 
   const thread = join(dir, "qa.json");
   const qa = (answer: string) =>
