@@ -59,8 +59,8 @@ function pageWide(error: unknown): boolean {
  * Shows an error where it happened (`show` puts its text under the row or in the box of what failed).
  * A page-wide error also goes in the header; otherwise a stale notice there is cleared.
  */
-function fail(error: unknown, show: (text: string) => void, prefix = ""): void {
-  const text = `${prefix}${errorText(error)}`;
+function fail(error: unknown, show: (text: string) => void, prefix = "", refused?: Refusable): void {
+  const text = `${prefix}${errorText(error, refused)}`;
   show(text);
   if (pageWide(error)) status(text);
   else if (statusIsNotice) status("");
@@ -130,12 +130,15 @@ function checkText(error: GraderValidationError): string {
   return `${error.check} check failed: ${where && message.endsWith(where) ? message.slice(0, -where.length) : message}`;
 }
 
-/** What went wrong, in the console's words: the server's hints name HTTP requests ("(PUT …/lock …)") the console makes for the user. */
-function errorText(error: unknown): string {
+/**
+ * What went wrong, in the console's words: the server's hints name HTTP requests ("(PUT …/lock …)")
+ * the console makes for the user. `refused`: what the user asked for, which a lock refuses.
+ */
+function errorText(error: unknown, refused?: Refusable): string {
   if (error instanceof GraderValidationError) return located(checkText(error), error.body);
   if (error instanceof APIError) {
     const detail = String(error.body.detail ?? error.message);
-    if (error.code === "GRADER_LOCKED") return lockedText(detail);
+    if (error.code === "GRADER_LOCKED") return lockedText(refused);
     return `${error.code}: ${located(detail.replace(HTTP_HINT, ""), error.body)}`;
   }
   return (error as Error).message;
@@ -144,11 +147,12 @@ function errorText(error: unknown): string {
 /** " (PUT …/lock {…})", " (POST /v1/projects/p/models)": a request to make, in a server message */
 const HTTP_HINT = / ?\((?:GET|PUT|POST|PATCH|DELETE) [^)]*\)/g;
 
-/** GRADER_LOCKED says what the lock refused: "… before deleting it", "… before updating it". */
-function lockedText(detail: string): string {
-  const doing = /before (\w+) it/.exec(detail)?.[1];
-  if (doing === "deleting") return "Locked: unlock it to delete";
-  if (doing === "updating") return "Locked: unlock it to save a new version";
+/** What a lock refuses, as the console asked for it. */
+type Refusable = "delete" | "save";
+
+function lockedText(refused: Refusable | undefined): string {
+  if (refused === "delete") return "Locked: unlock it to delete";
+  if (refused === "save") return "Locked: unlock it to save a new version";
   return "Locked: unlock it first";
 }
 
@@ -430,7 +434,7 @@ async function restore(key: string, version: number): Promise<void> {
     status(`restored version ${version} of ${key} as version ${g.version}`, true);
     await open(key);
   } catch (error) {
-    fail(error, underRow(rowOf("#versions", String(version), "version"), $("#diff-error")), "cannot restore: ");
+    fail(error, underRow(rowOf("#versions", String(version), "version"), $("#diff-error")), "cannot restore: ", "save");
   }
 }
 
@@ -485,7 +489,7 @@ async function create(mode: "create" | "update"): Promise<void> {
     status(`${what} ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}${changed}`, true);
     await open(g.key);
   } catch (error) {
-    showError(box, error, source, "typescript");
+    showError(box, error, source, "typescript", mode === "update" ? "save" : undefined);
   }
 }
 
@@ -493,8 +497,14 @@ async function create(mode: "create" | "update"): Promise<void> {
  * A refused create or save in its editor's error box: what failed and, when the server says where,
  * the source with that line marked and the message under it, a caret at the column.
  */
-function showError(box: HTMLElement, error: unknown, source?: string, language: "typescript" | "handlebars" = "typescript"): void {
-  fail(error, inBox(box));
+function showError(
+  box: HTMLElement,
+  error: unknown,
+  source?: string,
+  language: "typescript" | "handlebars" = "typescript",
+  refused?: Refusable,
+): void {
+  fail(error, inBox(box), "", refused);
   if (source === undefined || !(error instanceof GraderValidationError && error.line)) return;
   const pre = el("pre");
   const code = el("code", "", "hljs");
@@ -554,7 +564,7 @@ function showEndpointEditor(): void {
 async function createEndpoint(): Promise<void> {
   if (!client) return;
   const box = $("#endpoint-error");
-  const number = (sel: string) => (val(sel).trim() ? Number(val(sel)) : undefined);
+  const numberIn = (sel: string) => (val(sel).trim() ? Number(val(sel)) : undefined);
   try {
     const batch = $<HTMLInputElement>("#endpoint-batch").checked;
     const g = await client.graders.create.externalEndpoint({
@@ -562,8 +572,8 @@ async function createEndpoint(): Promise<void> {
       url: val("#endpoint-url").trim(),
       description: val("#endpoint-description"),
       batch,
-      batchSize: batch ? number("#endpoint-batch-size") : undefined,
-      maxConcurrency: number("#endpoint-concurrency"),
+      batchSize: batch ? numberIn("#endpoint-batch-size") : undefined,
+      maxConcurrency: numberIn("#endpoint-concurrency"),
     });
     box.hidden = true;
     status(`created ${g.key} (${g.endpoint?.info.name ?? "endpoint"} ${g.endpoint?.info.version ?? ""})`, true);
@@ -787,7 +797,7 @@ $("#delete").addEventListener("click", async () => {
   } catch (error) {
     // locked since it was opened: show it as locked (Delete disabled, the reason beside it)
     if (error instanceof APIError && error.code === "GRADER_LOCKED") await open(key).catch(() => undefined);
-    fail(error, underRow(rowOf("#graders", key), $("#detail-error")));
+    fail(error, underRow(rowOf("#graders", key), $("#detail-error")), "", "delete");
   }
 });
 $("#threads-file").addEventListener("change", async () => {
