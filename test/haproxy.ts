@@ -8,10 +8,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { freePort } from "./ports.ts";
+import { accepts, freePort } from "./ports.ts";
 
 export interface Backend {
   host: string;
@@ -78,17 +77,6 @@ export function haproxyBin(): string {
     } catch {}
   }
   throw new Error("haproxy not found (PATH, /usr/sbin/haproxy): run scripts/ensure-haproxy.sh");
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = connect({ host: "127.0.0.1", port });
-    sock.once("connect", () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once("error", () => resolve(false));
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -5,21 +5,11 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { connect } from "node:net";
 import { test } from "node:test";
 import pg from "pg";
 import { startHaproxy } from "./haproxy.ts";
 import { createDatabase, startPostgres } from "./pg.ts";
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const sock = connect({ host: "127.0.0.1", port });
-    sock.once("connect", () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once("error", () => resolve(false));
-  });
+import { accepts } from "./ports.ts";
 
 test("startPostgres: a throwaway cluster with SELECT, LISTEN/NOTIFY, createDatabase; stop() frees the port and the dir", async () => {
   const db = await startPostgres();
