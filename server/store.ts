@@ -584,7 +584,8 @@ export class Store {
       await q.run(SQL.addFault, [graderId, now.toISOString(), reason]);
       const n = (await q.get<{ n: number }>(SQL.countFaults, [graderId, since()]))?.n ?? 0;
       const quarantined = n >= FAULTS_TO_QUARANTINE && (await q.run(SQL.quarantine, [now.toISOString(), graderId])) > 0;
-      publish(Store.changed(owner.project));
+      // what nodes cache for grading changes only with the quarantine (they do not read the count)
+      if (quarantined) publish(Store.changed(owner.project));
       return quarantined;
     });
   }
