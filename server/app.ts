@@ -16,7 +16,7 @@ import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCom
 import { z } from "zod";
 import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
-import { authenticateMetrics } from "./auth.ts";
+import { authenticate, authenticateMetrics } from "./auth.ts";
 import type { MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
@@ -304,11 +304,15 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     pool.off("workerExit", onWorkerExit);
   });
 
-  await app.register(accountRoutes, { config, store });
-  await app.register(graderRoutes, { config, store, pool, validations, grading });
-  await app.register(judgeRoutes, { config, store, grading });
-  await app.register(modelRoutes, { store, judges, egress });
-  await app.register(endpointRoutes, { store, grading });
-  await app.register(rewardRoutes, { config, store, grading });
+  // every /v1 route takes an API key: one hook for all of them, registered around them
+  await app.register(async (v1) => {
+    v1.addHook("onRequest", authenticate(store.cache));
+    await v1.register(accountRoutes, { config });
+    await v1.register(graderRoutes, { config, store, pool, validations, grading });
+    await v1.register(judgeRoutes, { config, store, grading });
+    await v1.register(modelRoutes, { store, judges, egress });
+    await v1.register(endpointRoutes, { store, grading });
+    await v1.register(rewardRoutes, { config, store, grading });
+  });
   return app;
 }

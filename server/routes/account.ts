@@ -4,10 +4,8 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authenticate } from "../auth.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AUTHENTICATED, errorResponses, json, MAX_SAMPLES } from "../schemas.ts";
-import type { Store } from "../store.ts";
 
 export const Limits = z
   .object({
@@ -23,9 +21,8 @@ export const Limits = z
   .describe("the server's request limits: a client splits batches and checks inputs against them");
 export type Limits = z.infer<typeof Limits>;
 
-export async function accountRoutes(fastify: FastifyInstance, { config, store }: { config: Config; store: Store }) {
+export async function accountRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
 
   app.get(
     "/v1/me",

@@ -3,7 +3,6 @@
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { authenticate } from "../auth.ts";
 import { EndpointCreate } from "../endpoints/spec.ts";
 import type { Grading } from "../grading.ts";
 import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
@@ -13,7 +12,6 @@ import { detail } from "./graders.ts";
 export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading }) {
   const { store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
 
   app.post(
     "/v1/projects/:project/graders/external-endpoint",

@@ -8,7 +8,6 @@ import type { CheckFailure, GradeOutcome } from "../../sandbox/checks.ts";
 import { SandboxCrashError, type SandboxPool } from "../../sandbox/pool.ts";
 import { checkNesting } from "../../sandbox/source-bounds.ts";
 import type { WireThread } from "../../sdk/thread.ts";
-import { authenticate } from "../auth.ts";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
@@ -97,7 +96,6 @@ function checkBatch(count: number, config: Config): void {
 
 export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, validations, grading }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
   const Thread = threadSchema(config);
   const { GradeBody, GradeBatchBody } = gradeBodies(config);
   const Samples = z

@@ -6,7 +6,6 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { MOCK_THREAD } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
-import { authenticate } from "../auth.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
@@ -42,7 +41,6 @@ import { detail } from "./graders.ts";
 export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
   const Thread = threadSchema(config);
   const base = "/v1/projects/:project/graders";
   const common = {

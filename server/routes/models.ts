@@ -3,7 +3,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authenticate } from "../auth.ts";
 import { EgressDeniedError, type EgressPolicy } from "../egress.ts";
 import { AppError } from "../errors.ts";
 import type { Judges } from "../judges/judges.ts";
@@ -18,7 +17,6 @@ const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store; judges: Judges; egress: EgressPolicy }) {
   const { store, judges, egress } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
   const base = "/v1/projects/:project/models";
 
   app.post(

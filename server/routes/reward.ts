@@ -8,7 +8,6 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
-import { authenticate } from "../auth.ts";
 import type { Config } from "../config.ts";
 import { Id, RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
@@ -27,7 +26,6 @@ const RewardOut = z
 export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook("onRequest", authenticate(store.cache));
   const Turn = RewardTurn.extend({
     content: z
       .string()
