@@ -17,7 +17,7 @@ import { z } from "zod";
 import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import { authenticate, authenticateMetrics } from "./auth.ts";
-import type { MetricsToken } from "./bootstrap.ts";
+import { bootstrapSecretsKey, type MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
 import { egressAgent, egressPolicy } from "./egress.ts";
@@ -35,6 +35,9 @@ import { graderRoutes } from "./routes/graders.ts";
 import { judgeRoutes } from "./routes/judges.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { rewardRoutes } from "./routes/reward.ts";
+import { secretRoutes } from "./routes/secrets.ts";
+import { SecretBox } from "./secrets/box.ts";
+import { parseGrants, Secrets } from "./secrets/secrets.ts";
 import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
 
@@ -195,6 +198,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
         { name: "judges", description: "Judge graders: a model grades against criteria, a metric or a rubric" },
         { name: "models", description: "The OpenAI-compatible models a project's judges call" },
         { name: "endpoints", description: "External endpoint graders: reward servers the project runs" },
+        { name: "secrets", description: "Values the project's models and endpoints send (API keys, headers): write-only, bound to a host" },
         { name: "reward", description: "Every grader served over the reward-server protocol, for trainers that speak it" },
         { name: "account", description: "The API key's project and the server's limits" },
         { name: "health", description: "Liveness and readiness probes (no API key)" },
@@ -266,10 +270,23 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
 
   const egress = egressPolicy(config.egressAllow);
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
-  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
+  const secretsKey = bootstrapSecretsKey(config);
+  const secrets = new Secrets(store.db, secretsKey && new SecretBox(secretsKey), parseGrants(config.secretGrants));
+  const judges = new Judges(
+    dispatcher,
+    metrics,
+    (id) => store.modelById(id),
+    (model) => secrets.apiKey(model),
+  );
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
+  const grading = new Grading(
+    store,
+    pool,
+    metrics,
+    judges,
+    new Endpoints(endpointDispatcher, metrics, (project, spec) => secrets.headers(project, spec)),
+  );
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
@@ -310,8 +327,9 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await v1.register(accountRoutes, { config });
     await v1.register(graderRoutes, { config, store, pool, validations, grading });
     await v1.register(judgeRoutes, { config, store, grading });
-    await v1.register(modelRoutes, { store, judges, egress });
-    await v1.register(endpointRoutes, { store, grading });
+    await v1.register(modelRoutes, { store, judges, egress, secrets });
+    await v1.register(endpointRoutes, { store, grading, secrets });
+    await v1.register(secretRoutes, { secrets });
     await v1.register(rewardRoutes, { config, store, grading });
   });
   return app;

@@ -7,6 +7,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "./config.ts";
 import { isPostgresUrl } from "./db/db.ts";
+import { newSecretsKey, parseSecretsKey } from "./secrets/box.ts";
 import type { Store } from "./store.ts";
 
 /** Where the server keeps its files: next to a SQLite database, or ./data with PostgreSQL. */
@@ -83,4 +84,39 @@ export function bootstrapMetricsToken(config: Pick<Config, "dbPath" | "metricsTo
     return { token: other, source: { path }, created: false };
   }
   return { token, source: { path }, created: true };
+}
+
+export function secretsKeyPath(dbPath: string): string {
+  return join(stateDir(dbPath), "secrets.key");
+}
+
+/**
+ * The key project secrets are sealed under: GRADEBOX_SECRETS_KEY; else, on SQLite, the key saved
+ * next to the database (made, mode 0600, at first start). PostgreSQL's nodes must share one, so
+ * there only the operator can give it: undefined, and storing a secret answers SECRETS_NOT_CONFIGURED.
+ */
+export function bootstrapSecretsKey(config: Pick<Config, "dbPath" | "secretsKey">): Buffer | undefined {
+  if (config.secretsKey) return parseSecretsKey(config.secretsKey);
+  if (config.dbPath === ":memory:") return randomBytes(32);
+  if (isPostgresUrl(config.dbPath)) return undefined;
+  const path = secretsKeyPath(config.dbPath);
+  const read = () => {
+    try {
+      return parseSecretsKey(readFileSync(path, "utf8"));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  };
+  const existing = read();
+  if (existing) return existing;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, `${newSecretsKey()}\n`, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  const made = read();
+  if (!made) throw new Error(`${path} does not hold a secrets key (32 bytes, hex or base64); remove it or set GRADEBOX_SECRETS_KEY`);
+  return made;
 }

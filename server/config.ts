@@ -4,6 +4,8 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EngineLimits } from "../sandbox/engine.ts";
 import { egressPolicy } from "./egress.ts";
+import { parseSecretsKey } from "./secrets/box.ts";
+import { parseGrants } from "./secrets/secrets.ts";
 
 const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -31,6 +33,26 @@ const EnvSchema = z.object({
     .superRefine((allow, ctx) => {
       try {
         egressPolicy(allow);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+      }
+    }),
+  // seals project secrets (32 bytes, hex or base64); unset: made at first start next to a SQLite database
+  GRADEBOX_SECRETS_KEY: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .refine((k) => parseSecretsKey(k) !== undefined, "GRADEBOX_SECRETS_KEY is 32 bytes as 64 hex digits or base64")
+      .optional(),
+  ),
+  // which projects may use which server environment secret: NAME=project,project;NAME=*
+  GRADEBOX_SECRET_GRANTS: z
+    .string()
+    .max(100_000)
+    .default("")
+    .superRefine((grants, ctx) => {
+      try {
+        parseGrants(grants);
       } catch (error) {
         ctx.addIssue({ code: "custom", message: (error as Error).message });
       }
@@ -67,6 +89,10 @@ export interface Config {
   pgPool: number;
   /** GRADEBOX_EGRESS_ALLOW: host names and CIDRs outbound calls may reach beyond public addresses */
   egressAllow: string;
+  /** GRADEBOX_SECRETS_KEY, when set (else bootstrapSecretsKey makes one beside a SQLite database) */
+  secretsKey?: string;
+  /** GRADEBOX_SECRET_GRANTS */
+  secretGrants: string;
   /** the bearer token GET /metrics needs; unset: made at first start (bootstrapMetricsToken) */
   metricsToken?: string;
 }
@@ -97,6 +123,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxContent: e.GRADEBOX_MAX_CONTENT,
     pgPool: e.GRADEBOX_PG_POOL,
     egressAllow: e.GRADEBOX_EGRESS_ALLOW,
+    secretGrants: e.GRADEBOX_SECRET_GRANTS,
+    ...(e.GRADEBOX_SECRETS_KEY ? { secretsKey: e.GRADEBOX_SECRETS_KEY } : {}),
     ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),
   };
 }

@@ -113,6 +113,7 @@ interface RawModel {
   base_url: string;
   model: string;
   api_key_env: string | null;
+  api_key_secret: string | null;
   max_concurrency: number;
   timeout_ms: number;
   created_at: string;
@@ -126,6 +127,7 @@ function modelFromRaw(r: RawModel): ModelRow {
     baseURL: r.base_url,
     model: r.model,
     ...(r.api_key_env ? { apiKeyEnv: r.api_key_env } : {}),
+    ...(r.api_key_secret ? { apiKeySecret: r.api_key_secret } : {}),
     maxConcurrency: r.max_concurrency,
     timeoutMs: r.timeout_ms,
     createdAt: r.created_at,
@@ -216,8 +218,8 @@ const SQL = {
   samples: "SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?",
   insertConfigured: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
                      VALUES (?, ?, ?, ?, ?, '', '', ?, 0, '[]', ?, ?, ?, ?)`,
-  insertModel: `INSERT INTO models (id, project, key, base_url, model, api_key_env, max_concurrency, timeout_ms, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  insertModel: `INSERT INTO models (id, project, key, base_url, model, api_key_env, api_key_secret, max_concurrency, timeout_ms, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   getModel: "SELECT * FROM models WHERE project = ? AND key = ?",
   getModelById: "SELECT * FROM models WHERE id = ?",
   listModels: "SELECT * FROM models WHERE project = ? ORDER BY key",
@@ -368,6 +370,7 @@ export class Store {
           m.baseURL,
           m.model,
           m.apiKeyEnv ?? null,
+          m.apiKeySecret ?? null,
           m.maxConcurrency,
           m.timeoutMs,
           new Date().toISOString(),

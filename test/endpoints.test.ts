@@ -89,7 +89,7 @@ async function endpoint(key: string, body: Record<string, unknown>) {
 }
 
 before(async () => {
-  s = await startServer({ env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" } });
+  s = await startServer({ env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32", GRADEBOX_SECRET_GRANTS: "GRADEBOX_SECRET_RM_TOKEN=ep" } });
   scripted = await new Scripted().start();
   example = spawn(process.execPath, ["--import", "tsx", "examples/reward-server/server.ts"], {
     cwd: repoRoot,
@@ -176,7 +176,7 @@ describe("registration", () => {
       headersEnv: { Authorization: "GRADEBOX_SECRET_UNSET_TOKEN" },
     });
     assert.equal(unset.status, 400);
-    assert.match(unset.body.detail, /no environment variable GRADEBOX_SECRET_UNSET_TOKEN/);
+    assert.match(unset.body.detail, /no server secret GRADEBOX_SECRET_UNSET_TOKEN is available to project/);
   });
 });
 

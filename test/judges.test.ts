@@ -35,7 +35,10 @@ const grade = (key: string, thread: unknown) => call(s.app, "POST", `${P}/grader
 
 before(async () => {
   fake = await new FakeOpenAI().start();
-  s = await startServer({ env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" }, listen: true });
+  s = await startServer({
+    env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32", GRADEBOX_SECRET_GRANTS: "GRADEBOX_SECRET_JUDGE_KEY=judges" },
+    listen: true,
+  });
   await model("m");
   await binary("polite");
 });
@@ -67,7 +70,7 @@ describe("models", () => {
       apiKeyEnv: "GRADEBOX_SECRET_NOT_SET",
     });
     assert.equal(unset.status, 400);
-    assert.match(unset.body.detail, /no environment variable GRADEBOX_SECRET_NOT_SET/);
+    assert.match(unset.body.detail, /no server secret GRADEBOX_SECRET_NOT_SET is available to project "judges"/);
   });
 
   test("the API key named by apiKeyEnv is sent as a bearer token and never shown", async () => {

@@ -73,12 +73,16 @@ const OPERATIONS = [
   "models.get",
   "models.delete",
   "graders.create.externalEndpoint",
+  "secrets.set",
+  "secrets.list",
+  "secrets.get",
+  "secrets.delete",
   "reward.score",
   "reward.batchScore",
   "reward.info",
   "reward.metadataSchema",
 ];
-const TAGS = ["graders", "versions", "judges", "models", "endpoints", "reward", "account", "health"];
+const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "reward", "account", "health"];
 
 const codesOf = (response: Operation["responses"][string]) =>
   (response.content?.["application/problem+json"]?.schema.properties?.code?.enum ?? []) as ErrorCode[];

@@ -43,21 +43,24 @@ export class Endpoints {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly metrics: Metrics,
+    /** the secret headers of a call, read from the project's secrets when it is sent (throws SecretUnavailable) */
+    private readonly secretHeaders: (
+      project: string,
+      spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
+    ) => Promise<Record<string, string>> = async () => ({}),
   ) {}
 
   /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
-  async probe(create: EndpointCreate): Promise<EndpointSpec> {
-    for (const name of Object.values(create.headersEnv ?? {})) {
-      if (!process.env[name])
-        throw new AppError("INVALID_REQUEST", `headersEnv: the server has no environment variable ${name}; ask its operator to set it`);
-    }
+  async probe(project: string, create: EndpointCreate): Promise<EndpointSpec> {
     const refuse = (message: string): never => {
       throw new AppError("VALIDATION_FAILED", `endpoint check failed: ${message}`, { check: "endpoint", message });
     };
     const upstream = new Upstream(`endpoint ${create.url}`, { maxConcurrency: 1, timeoutMs: create.timeoutMs, retries: 0 });
     const get = async (path: string, allow404: boolean) => {
       try {
-        return await upstream.call((signal) => this.send("GET", create, path, undefined, signal, allow404));
+        return await upstream.call(async (signal) =>
+          this.send("GET", create, path, undefined, signal, allow404, await this.headersFor(project, create)),
+        );
       } catch (error) {
         if (error instanceof UpstreamError && error.kind === "denied") throw new AppError("EGRESS_DENIED", `url: ${error.message}`);
         return refuse(`GET ${path}: ${(error as Error).message}`);
@@ -118,9 +121,12 @@ export class Endpoints {
         const started = performance.now();
         try {
           const results = await upstream.withSlot(() =>
-            upstream.call((signal) =>
-              spec.batch ? this.batchScore(spec, items.map(request), signal) : this.score(spec, request(items[0]), signal),
-            ),
+            upstream.call(async (signal) => {
+              const headers = await this.headersFor(target.project, spec);
+              return spec.batch
+                ? this.batchScore(spec, items.map(request), signal, headers)
+                : this.score(spec, request(items[0]), signal, headers);
+            }),
           );
           this.metrics.endpointCall(label, "ok", (performance.now() - started) / 1000);
           for (const [k, i] of items.entries()) outcomes[i] = results[k];
@@ -134,8 +140,25 @@ export class Endpoints {
     return outcomes;
   }
 
-  private async batchScore(spec: EndpointSpec, requests: ScoreRequest[], signal: AbortSignal): Promise<GradeOutcome[]> {
-    const parsed = BatchScoreResponse.safeParse(await this.send("POST", spec, "/batch_score", { requests }, signal, false));
+  /** A call's secret headers; a secret that cannot be sent fails the call as an outage (not retried). */
+  private async headersFor(
+    project: string,
+    spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
+  ): Promise<Record<string, string>> {
+    try {
+      return await this.secretHeaders(project, spec);
+    } catch (error) {
+      throw new UpstreamError("unavailable", (error as Error).message);
+    }
+  }
+
+  private async batchScore(
+    spec: EndpointSpec,
+    requests: ScoreRequest[],
+    signal: AbortSignal,
+    secretHeaders: Record<string, string>,
+  ): Promise<GradeOutcome[]> {
+    const parsed = BatchScoreResponse.safeParse(await this.send("POST", spec, "/batch_score", { requests }, signal, false, secretHeaders));
     if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
     const { responses } = parsed.data;
     if (responses.length !== requests.length)
@@ -143,8 +166,13 @@ export class Endpoints {
     return responses.map((r, k) => scored(r, requests[k].id as string));
   }
 
-  private async score(spec: EndpointSpec, request: ScoreRequest, signal: AbortSignal): Promise<GradeOutcome[]> {
-    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false));
+  private async score(
+    spec: EndpointSpec,
+    request: ScoreRequest,
+    signal: AbortSignal,
+    secretHeaders: Record<string, string>,
+  ): Promise<GradeOutcome[]> {
+    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, secretHeaders));
     if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
     return [scored(parsed.data, request.id as string)];
   }
@@ -152,18 +180,14 @@ export class Endpoints {
   /** One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404. */
   private async send(
     method: "GET" | "POST",
-    spec: Pick<EndpointCreate, "url" | "headersEnv">,
+    spec: Pick<EndpointCreate, "url">,
     path: string,
     body: unknown,
     signal: AbortSignal,
     allow404: boolean,
+    secretHeaders: Record<string, string>,
   ): Promise<unknown> {
-    const headers: Record<string, string> = { accept: "application/json" };
-    for (const [name, env] of Object.entries(spec.headersEnv ?? {})) {
-      const value = process.env[env];
-      if (!value) throw new UpstreamError("unavailable", `the server has no environment variable ${env} for header ${name}`);
-      headers[name] = value;
-    }
+    const headers: Record<string, string> = { ...secretHeaders, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     let text: string;
     try {
@@ -173,7 +197,7 @@ export class Endpoints {
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
         dispatcher: this.dispatcher,
-        // not followed: the headers (headersEnv secrets among them) would go wherever it pointed
+        // not followed: the headers (secrets among them) would go wherever it pointed
         redirect: "manual",
       });
       if (response.status !== 200) {

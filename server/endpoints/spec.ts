@@ -1,7 +1,7 @@
 // The one definition of an external endpoint grader, as created, stored and shown.
 
 import { z } from "zod";
-import { SecretEnvName } from "../judges/spec.ts";
+import { SecretEnvName, SecretName } from "../secrets/secrets.ts";
 
 /** Request headers an endpoint grader may set from secrets; the transport's own are not among them. */
 const HEADER =
@@ -19,7 +19,16 @@ export const EndpointCreate = z
       .record(z.string().regex(HEADER, "a header name (not one the transport sets: host, content-length, …)"), SecretEnvName)
       .refine((h) => Object.keys(h).length <= 16, "at most 16 headers")
       .optional()
-      .describe("request headers whose values come from server environment variables (GRADEBOX_SECRET_…), never stored"),
+      .describe(
+        "request headers whose values are server environment secrets (GRADEBOX_SECRET_…) the operator granted to this project (GRADEBOX_SECRET_GRANTS)",
+      ),
+    headersSecret: z
+      .record(z.string().regex(HEADER, "a header name (not one the transport sets: host, content-length, …)"), SecretName)
+      .refine((h) => Object.keys(h).length <= 16, "at most 16 headers")
+      .optional()
+      .describe(
+        "request headers whose values are the project's secrets (PUT /v1/projects/{project}/secrets/{name}), bound to this URL's host",
+      ),
     timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe("milliseconds per attempt"),
     batch: z.boolean().default(true).describe("true: /batch_score for batches; false: /score per thread"),
     batchSize: z.number().int().min(1).max(1000).default(64).describe("threads per /batch_score call"),

@@ -47,12 +47,14 @@ export class Judges {
     private readonly metrics: Metrics,
     /** read once per model and process: a model never changes, and cannot be deleted while a grader uses it */
     private readonly loadModel: (id: string) => Promise<ModelRow>,
+    /** a model's API key, read from its project's secrets on every call */
+    private readonly apiKey: (model: ModelRow) => Promise<string | undefined> = async () => undefined,
   ) {}
 
   private client(modelId: string): Promise<ModelClient> {
     let client = this.clients.get(modelId);
     if (!client) {
-      client = this.loadModel(modelId).then((model) => new ModelClient(model, this.dispatcher));
+      client = this.loadModel(modelId).then((model) => new ModelClient(model, this.dispatcher, () => this.apiKey(model)));
       this.clients.set(modelId, client);
       client.catch(() => this.clients.delete(modelId));
     }

@@ -17,6 +17,7 @@ export interface ModelSpec {
   baseURL: string;
   model: string;
   apiKeyEnv?: string;
+  apiKeySecret?: string;
   maxConcurrency: number;
   timeoutMs: number;
 }
@@ -63,12 +64,15 @@ export class ModelClient {
   constructor(
     readonly spec: ModelSpec,
     dispatcher: Dispatcher,
+    /** the model's API key for this call (its project's secret, read when it is sent), or undefined for none */
+    private readonly apiKey: (spec: ModelSpec) => Promise<string | undefined> = async () => undefined,
   ) {
     this.upstream = new Upstream(`model ${spec.key} (${spec.baseURL})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs });
     this.openai = new OpenAI({
       baseURL: spec.baseURL,
       // an OpenAI-compatible server without auth still gets a header; the value is ours, not a secret
-      apiKey: (spec.apiKeyEnv && process.env[spec.apiKeyEnv]) || "gradebox-no-key",
+      // (a model's key goes per request: it is read from its project's secrets on every call)
+      apiKey: "gradebox-no-key",
       maxRetries: 0, // the Upstream retries, so that the breaker and the metrics see every attempt
       timeout: spec.timeoutMs,
       fetch: dispatcherFetch(dispatcher),
@@ -78,6 +82,13 @@ export class ModelClient {
   /** One chat completion (retried as the Upstream allows); JSON per `schema` where the server supports it. */
   async chat(messages: ChatMessage[], schema?: { name: string; schema: Record<string, unknown> }): Promise<ChatReply> {
     return this.upstream.call(async (signal) => {
+      let key: string | undefined;
+      try {
+        key = await this.apiKey(this.spec);
+      } catch (error) {
+        throw new UpstreamError("unavailable", (error as Error).message);
+      }
+      const headers = key === undefined ? undefined : { Authorization: `Bearer ${key}` };
       const ask = (structured: boolean) =>
         this.openai.chat.completions.create(
           {
@@ -86,7 +97,7 @@ export class ModelClient {
             temperature: 0,
             ...(structured && schema ? { response_format: { type: "json_schema", json_schema: { ...schema, strict: true } } } : {}),
           },
-          { signal, maxRetries: 0 },
+          { signal, maxRetries: 0, headers },
         );
       let raw: unknown;
       try {

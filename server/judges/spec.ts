@@ -2,6 +2,7 @@
 // them: the routes, the store and the OpenAPI document read these schemas.
 
 import { z } from "zod";
+import { SecretEnvName, SecretName } from "../secrets/secrets.ts";
 import { MAX_TEMPLATE_CHARS } from "./template.ts";
 
 const KEY = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -9,15 +10,6 @@ export const ModelKey = z
   .string()
   .regex(KEY, "model key must match [a-z0-9][a-z0-9._-]{0,127}: lower-case letters, digits, '.', '_' or '-', at most 128 characters")
   .describe("a model key: lower-case letters, digits, '.', '_' or '-', at most 128 characters");
-
-/** Server environment variables a project may name for a secret: the operator decides what to expose under this prefix. */
-export const SECRET_ENV_PREFIX = "GRADEBOX_SECRET_";
-export const SecretEnvName = z
-  .string()
-  .regex(
-    /^GRADEBOX_SECRET_[A-Z0-9_]{1,100}$/,
-    `must name a server environment variable starting with ${SECRET_ENV_PREFIX} (upper-case letters, digits, '_'): only those are handed to outbound calls`,
-  );
 
 export const ModelCreate = z
   .object({
@@ -29,7 +21,12 @@ export const ModelCreate = z
       .refine((u) => /^https?:\/\//i.test(u), "baseURL must be http:// or https://")
       .describe("an OpenAI-compatible API root (the URL before /chat/completions)"),
     model: z.string().min(1).max(256).describe("the model name sent in each request"),
-    apiKeyEnv: SecretEnvName.optional().describe("the server environment variable holding the API key (never stored)"),
+    apiKeySecret: SecretName.optional().describe(
+      "the project secret holding the API key (PUT /v1/projects/{project}/secrets/{name}); bound to this model's host at registration",
+    ),
+    apiKeyEnv: SecretEnvName.optional().describe(
+      "a server environment secret holding the API key, granted to this project by the operator (GRADEBOX_SECRET_GRANTS); never stored",
+    ),
     maxConcurrency: z.number().int().min(1).max(256).default(8).describe("requests in flight to this model at once"),
     timeoutMs: z.number().int().min(100).max(600_000).default(60_000).describe("milliseconds per attempt (a call is retried twice)"),
   })

@@ -4,13 +4,15 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { EndpointCreate } from "../endpoints/spec.ts";
+import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
+import { headerRefs, type Secrets } from "../secrets/secrets.ts";
 import { graderExists, type Store } from "../store.ts";
 import { detail } from "./graders.ts";
 
-export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading }) {
-  const { store, grading } = opts;
+export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading; secrets: Secrets }) {
+  const { store, grading, secrets } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   app.post(
@@ -31,7 +33,15 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
         }).describe("an external endpoint grader: its key, its reward server's URL and how to call it"),
         response: {
           201: json("The created grader, with what the endpoint's /info said", GraderDetail),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "VALIDATION_FAILED", "EGRESS_DENIED"),
+          ...errorResponses(
+            ...IN_PROJECT,
+            ...WITH_BODY,
+            "GRADER_EXISTS",
+            "VALIDATION_FAILED",
+            "EGRESS_DENIED",
+            "SECRET_NOT_FOUND",
+            "SECRET_HOST_MISMATCH",
+          ),
         },
       },
     },
@@ -39,7 +49,19 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
       const { project } = req.params;
       const { key, description, ...create } = req.body;
       if (await store.get(project, key)) throw graderExists(project, key);
-      const spec = await grading.endpoints.probe(create);
+      const refs = headerRefs(create);
+      const twice = Object.keys(create.headersSecret ?? {}).filter((h) =>
+        Object.keys(create.headersEnv ?? {}).some((e) => e.toLowerCase() === h.toLowerCase()),
+      );
+      if (twice.length)
+        throw new AppError("INVALID_REQUEST", `header ${twice[0]} is named in both headersEnv and headersSecret; name it once`);
+      if (refs.length > 16) throw new AppError("INVALID_REQUEST", "at most 16 secret headers in headersEnv and headersSecret together");
+      await secrets.bindAll(
+        project,
+        refs.map(([, ref]) => ref),
+        create.url,
+      );
+      const spec = await grading.endpoints.probe(project, create);
       return reply.code(201).send(detail(await store.insertEndpoint({ project, key, description, spec })));
     },
   );

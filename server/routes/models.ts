@@ -8,14 +8,18 @@ import { AppError } from "../errors.ts";
 import type { Judges } from "../judges/judges.ts";
 import { Model, ModelCreate, ModelKey, type ModelRow } from "../judges/spec.ts";
 import { errorResponses, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
+import { apiKeyRef, type Secrets } from "../secrets/secrets.ts";
 import type { Store } from "../store.ts";
 
 const ModelParams = ProjectParams.extend({ modelKey: ModelKey.describe("the model's key, unique in its project") });
 
 const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 
-export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store; judges: Judges; egress: EgressPolicy }) {
-  const { store, judges, egress } = opts;
+export async function modelRoutes(
+  fastify: FastifyInstance,
+  opts: { store: Store; judges: Judges; egress: EgressPolicy; secrets: Secrets },
+) {
+  const { store, judges, egress, secrets } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const base = "/v1/projects/:project/models";
 
@@ -27,25 +31,21 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         tags: ["models"],
         summary: "Register a judge model",
         description:
-          "Registers an OpenAI-compatible chat-completions model the project's judges may call. Its API key is named by a server " +
-          "environment variable (apiKeyEnv, GRADEBOX_SECRET_…), never sent or stored. An address the egress policy refuses " +
+          "Registers an OpenAI-compatible chat-completions model the project's judges may call. Its API key is one of the " +
+          "project's secrets (apiKeySecret; PUT /v1/projects/{project}/secrets/{name}), bound to this model's host at registration, " +
+          "or a server environment secret the operator granted to the project (apiKeyEnv). An address the egress policy refuses " +
           "answers 422 EGRESS_DENIED (the operator allows private ones with GRADEBOX_EGRESS_ALLOW); a taken key 409 MODEL_EXISTS.",
         params: ProjectParams,
         body: ModelCreate,
         response: {
           201: json("The registered model", Model),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "EGRESS_DENIED", "MODEL_EXISTS"),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "EGRESS_DENIED", "MODEL_EXISTS", "SECRET_NOT_FOUND", "SECRET_HOST_MISMATCH"),
         },
       },
     },
     async (req, reply) => {
       const body = req.body;
-      if (body.apiKeyEnv && !process.env[body.apiKeyEnv]) {
-        throw new AppError(
-          "INVALID_REQUEST",
-          `apiKeyEnv: the server has no environment variable ${body.apiKeyEnv}; ask its operator to set it`,
-        );
-      }
+      if (body.apiKeyEnv && body.apiKeySecret) throw new AppError("INVALID_REQUEST", "name the API key once: apiKeySecret or apiKeyEnv");
       // refused now when the address already is; every call checks again (DNS can change)
       const host = new URL(body.baseURL).hostname;
       try {
@@ -54,6 +54,8 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         if (error instanceof EgressDeniedError) throw new AppError("EGRESS_DENIED", `baseURL: ${error.message}`);
         // a name that does not resolve yet is not refused: the model may come up later
       }
+      const ref = apiKeyRef(body);
+      if (ref) await secrets.bindAll(req.params.project, [ref], body.baseURL);
       const model = await store.insertModel({ project: req.params.project, ...body });
       return reply.code(201).send(view(model));
     },
