@@ -29,6 +29,7 @@ import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
+import { OutboundGate } from "./outbound.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
@@ -272,11 +273,13 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
   const secretsKey = bootstrapSecretsKey(config);
   const secrets = new Secrets(store.db, secretsKey && new SecretBox(secretsKey), parseGrants(config.secretGrants));
+  const outbound = new OutboundGate({ perProject: config.outboundPerProject, total: config.outboundMax, maxWaiting: 100_000 });
   const judges = new Judges(
     dispatcher,
     metrics,
     (id) => store.modelById(id),
     (model) => secrets.apiKey(model),
+    outbound,
   );
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
@@ -285,7 +288,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     pool,
     metrics,
     judges,
-    new Endpoints(endpointDispatcher, metrics, (project, spec) => secrets.headers(project, spec)),
+    new Endpoints(endpointDispatcher, metrics, (project, spec) => secrets.headers(project, spec), outbound),
   );
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);

@@ -25,6 +25,9 @@ const EnvSchema = z.object({
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
   // PostgreSQL (GRADEBOX_DB=postgres://…): statement connections per node, besides the one that listens for changes
   GRADEBOX_PG_POOL: int(10, 1, 1000),
+  // outbound calls (judge models, endpoints) in flight at once: per project, and on the node
+  GRADEBOX_OUTBOUND_PER_PROJECT: int(64, 1, 10_000),
+  GRADEBOX_OUTBOUND_MAX: int(512, 1, 100_000),
   // host names and CIDRs outbound calls (judge models) may reach beyond public addresses
   GRADEBOX_EGRESS_ALLOW: z
     .string()
@@ -87,6 +90,10 @@ export interface Config {
   maxContent: number;
   /** PostgreSQL: statement connections per node */
   pgPool: number;
+  /** outbound calls of one project in flight at once (GRADEBOX_OUTBOUND_PER_PROJECT) */
+  outboundPerProject: number;
+  /** outbound calls of the node in flight at once (GRADEBOX_OUTBOUND_MAX) */
+  outboundMax: number;
   /** GRADEBOX_EGRESS_ALLOW: host names and CIDRs outbound calls may reach beyond public addresses */
   egressAllow: string;
   /** GRADEBOX_SECRETS_KEY, when set (else bootstrapSecretsKey makes one beside a SQLite database) */
@@ -123,6 +130,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxContent: e.GRADEBOX_MAX_CONTENT,
     pgPool: e.GRADEBOX_PG_POOL,
     egressAllow: e.GRADEBOX_EGRESS_ALLOW,
+    outboundPerProject: e.GRADEBOX_OUTBOUND_PER_PROJECT,
+    outboundMax: e.GRADEBOX_OUTBOUND_MAX,
     secretGrants: e.GRADEBOX_SECRET_GRANTS,
     ...(e.GRADEBOX_SECRETS_KEY ? { secretsKey: e.GRADEBOX_SECRETS_KEY } : {}),
     ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),

@@ -32,6 +32,8 @@ export interface UpstreamOptions {
   breakerCooldownMs?: number;
   /** the longest wait between attempts, retry-after included (default 10 s) */
   maxRetryWaitMs?: number;
+  /** a slot of the node's outbound calls, held for each attempt (OutboundGate.for(project)) */
+  gate?: () => Promise<() => void>;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -135,9 +137,16 @@ export class Upstream {
   async call<T>(attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     for (let n = 0; ; n++) {
       this.admit();
+      // the project's share of the node's sockets: waiting for it does not eat the attempt's deadline
+      const release = this.options.gate ? await this.options.gate() : undefined;
       const signal = AbortSignal.timeout(this.options.timeoutMs);
       try {
-        const result = await attempt(signal);
+        let result: T;
+        try {
+          result = await attempt(signal);
+        } finally {
+          release?.();
+        }
         this.failures = 0;
         this.openUntil = 0;
         this.probing = false;

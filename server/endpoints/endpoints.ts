@@ -12,6 +12,7 @@ import type { WireThread } from "../../sdk/thread.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
+import type { OutboundGate } from "../outbound.ts";
 import { MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
 import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
@@ -48,6 +49,8 @@ export class Endpoints {
       project: string,
       spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
     ) => Promise<Record<string, string>> = async () => ({}),
+    /** the node's outbound calls, shared fairly between projects */
+    private readonly gate?: OutboundGate,
   ) {}
 
   /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
@@ -55,7 +58,12 @@ export class Endpoints {
     const refuse = (message: string): never => {
       throw new AppError("VALIDATION_FAILED", `endpoint check failed: ${message}`, { check: "endpoint", message });
     };
-    const upstream = new Upstream(`endpoint ${create.url}`, { maxConcurrency: 1, timeoutMs: create.timeoutMs, retries: 0 });
+    const upstream = new Upstream(`endpoint ${create.url}`, {
+      maxConcurrency: 1,
+      timeoutMs: create.timeoutMs,
+      retries: 0,
+      gate: this.gate?.for(project),
+    });
     const get = async (path: string, allow404: boolean) => {
       try {
         return await upstream.call(async (signal) =>
@@ -89,7 +97,11 @@ export class Endpoints {
     if (!handle) {
       const { spec } = target;
       handle = {
-        upstream: new Upstream(`endpoint ${target.key} (${spec.url})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs }),
+        upstream: new Upstream(`endpoint ${target.key} (${spec.url})`, {
+          maxConcurrency: spec.maxConcurrency,
+          timeoutMs: spec.timeoutMs,
+          gate: this.gate?.for(target.project),
+        }),
         ...(spec.metadataSchema === undefined ? {} : { check: compileMetadataSchema(spec.metadataSchema) }),
       };
       // bounded as the judges' templates are: another node's delete is never heard here, and a

@@ -6,6 +6,7 @@ import type { Dispatcher } from "undici";
 import type { GradeOutcome } from "../../sandbox/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Metrics } from "../metrics.ts";
+import type { OutboundGate } from "../outbound.ts";
 import { itemErrorOf, outcomeLabel, UpstreamError } from "../upstream.ts";
 import {
   type Ask,
@@ -49,12 +50,16 @@ export class Judges {
     private readonly loadModel: (id: string) => Promise<ModelRow>,
     /** a model's API key, read from its project's secrets on every call */
     private readonly apiKey: (model: ModelRow) => Promise<string | undefined> = async () => undefined,
+    /** the node's outbound calls, shared fairly between projects */
+    private readonly gate?: OutboundGate,
   ) {}
 
   private client(modelId: string): Promise<ModelClient> {
     let client = this.clients.get(modelId);
     if (!client) {
-      client = this.loadModel(modelId).then((model) => new ModelClient(model, this.dispatcher, () => this.apiKey(model)));
+      client = this.loadModel(modelId).then(
+        (model) => new ModelClient(model, this.dispatcher, () => this.apiKey(model), this.gate?.for(model.project)),
+      );
       this.clients.set(modelId, client);
       client.catch(() => this.clients.delete(modelId));
     }

@@ -66,8 +66,14 @@ export class ModelClient {
     dispatcher: Dispatcher,
     /** the model's API key for this call (its project's secret, read when it is sent), or undefined for none */
     private readonly apiKey: (spec: ModelSpec) => Promise<string | undefined> = async () => undefined,
+    /** the project's share of the node's outbound calls (OutboundGate.for) */
+    gate?: () => Promise<() => void>,
   ) {
-    this.upstream = new Upstream(`model ${spec.key} (${spec.baseURL})`, { maxConcurrency: spec.maxConcurrency, timeoutMs: spec.timeoutMs });
+    this.upstream = new Upstream(`model ${spec.key} (${spec.baseURL})`, {
+      maxConcurrency: spec.maxConcurrency,
+      timeoutMs: spec.timeoutMs,
+      gate,
+    });
     this.openai = new OpenAI({
       baseURL: spec.baseURL,
       // an OpenAI-compatible server without auth still gets a header; the value is ours, not a secret
