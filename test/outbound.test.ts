@@ -13,7 +13,11 @@ describe("OutboundGate", () => {
   test("caps a project's calls and the node's, and serves waiting projects in turn", async () => {
     const gate = new OutboundGate({ perProject: 2, total: 3, maxWaiting: 10 });
     const order: string[] = [];
-    const take = (project: string) => gate.acquire(project).then((release) => (order.push(project), release));
+    const take = async (project: string) => {
+      const release = await gate.acquire(project);
+      order.push(project);
+      return release;
+    };
     const a1 = await take("a");
     const a2 = await take("a");
     // a is at its own cap: a's third waits though the node has room, b goes at once
