@@ -2,6 +2,19 @@
 // registered in project "attacker", and one step (one request) that the soak repeats from a few
 // concurrent loops for the class's duration. Every grader passes its registration test run
 // (the mock thread has no metadata) and attacks only when the thread's metadata asks it to.
+// Classes 8–14 attack what the host does for a tenant (judge templates, endpoint
+// metadata schemas and replies, secrets, outbound calls, request bodies) and the workers'
+// memory outside the V8 heap; they use the attacker's remote servers (bench/soak-remotes.ts).
+
+import { type AttackerRemotes, hugeBatchReply } from "./soak-remotes.ts";
+
+/** What the API answered one request of the attacker. */
+export interface AttackAnswer {
+  status: number;
+  /** the error's code, when it is an error */
+  code?: string;
+  json: Record<string, unknown>;
+}
 
 /** What a step may do: requests of the attacker project, each counted by its outcome. */
 export interface AttackContext {
@@ -11,6 +24,15 @@ export interface AttackContext {
   register(source: string): Promise<void>;
   /** POST /v1/projects/attacker/graders/validate; counted by outcome */
   validate(source: string): Promise<void>;
+  /**
+   * Any request with the attacker's key, counted as `label status code`. `path` is under
+   * /v1/projects/attacker, or absolute when it starts with /v1/ (another project's routes). A
+   * string or Buffer body is sent as it is (as application/json); anything else as JSON. A 200
+   * with `results` counts its items as gradeBatch does; a 423 on a grader's route releases it.
+   */
+  request(label: string, method: string, path: string, body?: unknown): Promise<AttackAnswer>;
+  /** the attacker's servers on 127.0.0.1 (the server's egress policy allows 127.0.0.1/32) */
+  remotes: AttackerRemotes;
 }
 
 export interface AttackClass {
@@ -19,6 +41,17 @@ export interface AttackClass {
   graders: Record<string, string>;
   /** clean single grades of one grader before the attack starts (it is then trusted by the pool) */
   warmUp?: { key: string; calls: number };
+  /**
+   * Before the measurement: what the class needs besides function graders (models, judges,
+   * endpoints, secrets); a throw is a setup error of the class.
+   */
+  setup?(ctx: AttackContext): Promise<void>;
+  /** when the attack time is up, before the soak waits for the requests in flight (a hanging server lets go) */
+  finish?(ctx: AttackContext): void;
+  /** after the class: what setup made goes (so it does not weigh on the next class) */
+  teardown?(ctx: AttackContext): Promise<void>;
+  /** after the attack: the class's own checks, each a failure of its row */
+  verify?(ctx: AttackContext): string[];
   /** concurrent loops, each repeating `step` until the class's time is up */
   loops: number;
   /** the score every honest answer of this class's graders has: any other score is counted as FORGED_SCORE */
@@ -47,7 +80,8 @@ const STORM = attackThreads(1000, (i) => ({ bomb: i === 500 }), "k".repeat(1024)
 /** The grader keys of a class, taken in turn by successive steps of all its loops. */
 const rotate = (keys: string[], loop: number, n: number) => keys[(loop + n) % keys.length];
 
-export const ATTACKS: AttackClass[] = [
+/** 1–7: grader code in the isolates */
+const ISOLATE_ATTACKS: AttackClass[] = [
   {
     name: "1 forged results",
     graders: {
@@ -169,3 +203,261 @@ export const ATTACKS: AttackClass[] = [
     step: (ctx) => ctx.gradeBatch("storm-bomb-mid", STORM),
   },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// Classes 8–14: what the API process does for a tenant, and the workers' memory outside the heap.
+
+/** A value built on first use only (the large bodies: a class left out by SOAK_ONLY never builds them). */
+const once = <T>(make: () => T) => {
+  let value: T | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
+};
+
+/** A setup request must have answered `status`. */
+function must(answer: AttackAnswer, status: number, what: string): void {
+  if (answer.status !== status) throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.json).slice(0, 300)}`);
+}
+
+async function drop(ctx: AttackContext, graders: string[], models: string[] = []): Promise<void> {
+  for (const key of graders) await ctx.request("teardown", "DELETE", `/graders/${key}`);
+  for (const key of models) await ctx.request("teardown", "DELETE", `/models/${key}`);
+}
+
+/** The names the victim (project "neighbour") keeps its keys under; bench/soak.ts sets them up. */
+export const VICTIM = {
+  /** a project secret only the victim has */
+  secret: "victim-api-key",
+  /** a project secret name both projects have, with different values */
+  shared: "shared-name",
+  /** a server environment secret granted to the victim only (GRADEBOX_SECRET_GRANTS) */
+  env: "GRADEBOX_SECRET_VICTIM_KEY",
+} as const;
+/** every value the attacker stores under its own secrets starts with this */
+export const ATTACKER_SECRET_PREFIX = "attacker-own-";
+
+const T2 = attackThreads(2);
+const T4 = attackThreads(4);
+const T256 = attackThreads(256);
+
+/** As long as a template may be (16,384 characters): 1 MB of `&` escapes to 5 MB, 1,170 times over. */
+const AMPLIFIER = "{{completion}}".repeat(1170);
+const templateBodies = once(() => {
+  const turns = [
+    { role: "user", content: "question" },
+    { role: "assistant", content: "&".repeat(1_000_000) },
+  ];
+  const thread = JSON.stringify({ turns, metadata: { attack: 1 } });
+  const request = JSON.stringify({ turns });
+  return {
+    prompt: `{"thread":${thread}}`,
+    batch: `{"threads":[${thread},${thread},${thread}]}`,
+    create: `{"key":"tmpl-create","criteria":"is it right","judgeModel":"tmpl-model","template":"${AMPLIFIER}","samples":[{"thread":${thread}},{"thread":${thread}}]}`,
+    score: request,
+    batchScore: `{"requests":[${request},${request},${request}]}`,
+  };
+});
+
+/** 4 threads with 2 MB of metadata each: an array of 1,000,000 zeros, which each of the schema's 40 branches scans */
+const schemaBodies = once(() => {
+  const turns = '[{"role":"user","content":"question"},{"role":"assistant","content":"answer"}]';
+  const metadata = `{"attack":1,"a":[${Array(1_000_000).fill(0).join(",")}]}`;
+  const thread = `{"turns":${turns},"metadata":${metadata}}`;
+  return { batch: `{"threads":[${[thread, thread, thread, thread]}]}`, batchScore: `{"requests":[${[thread, thread, thread, thread]}]}` };
+});
+
+/** 9.5 MiB: 1,000 threads of 400 turns each, every turn invalid (an unknown role, a number as content) */
+const invalidBody = once(() =>
+  Buffer.from(`{"threads":[${Array(1000).fill(`{"turns":[${Array(400).fill('{"role":"x","content":0}')}]}`)}]}`),
+);
+
+const FAN_ENDPOINTS = 80;
+
+/** An attempt on the victim's secrets; `id` makes keys unique. A refusal is the right answer. */
+type SecretAttempt = (ctx: AttackContext, id: string) => Promise<unknown>;
+
+/** Whatever a wrongly accepted model or endpoint would send is sent: graded once, so a leak reaches the attacker's servers. */
+async function useIfAccepted(ctx: AttackContext, answer: AttackAnswer, id: string, kind: "model" | "endpoint"): Promise<void> {
+  if (answer.status !== 201) return;
+  let grader = id;
+  if (kind === "model") {
+    grader = `judge-${id}`;
+    await ctx.request("accepted: judge", "POST", "/graders/binary-judge", { key: grader, judgeModel: id, criteria: "c" });
+  }
+  await ctx.request("accepted: grade", "POST", `/graders/${grader}/grade-batch`, { threads: T2 });
+}
+
+const SECRET_ATTEMPTS: SecretAttempt[] = [
+  (ctx) => ctx.request("own judge", "POST", "/graders/own-judge/grade-batch", { threads: T4 }),
+  async (ctx, id) => {
+    const model = { key: id, baseURL: ctx.remotes.model.url, model: "m", apiKeySecret: VICTIM.secret };
+    await useIfAccepted(ctx, await ctx.request("model, victim's secret", "POST", "/models", model), id, "model");
+  },
+  async (ctx, id) => {
+    const model = { key: id, baseURL: ctx.remotes.model.url, model: "m", apiKeyEnv: VICTIM.env };
+    await useIfAccepted(ctx, await ctx.request("model, victim's env secret", "POST", "/models", model), id, "model");
+  },
+  async (ctx, id) => {
+    const endpoint = { key: id, url: ctx.remotes.honest.url, headersSecret: { "x-api-key": VICTIM.secret } };
+    await useIfAccepted(
+      ctx,
+      await ctx.request("endpoint, victim's secret", "POST", "/graders/external-endpoint", endpoint),
+      id,
+      "endpoint",
+    );
+  },
+  async (ctx, id) => {
+    const endpoint = { key: id, url: ctx.remotes.honest.url, headersEnv: { "x-api-key": VICTIM.env } };
+    await useIfAccepted(
+      ctx,
+      await ctx.request("endpoint, victim's env secret", "POST", "/graders/external-endpoint", endpoint),
+      id,
+      "endpoint",
+    );
+  },
+  (ctx) => ctx.request("own endpoint", "POST", "/graders/own-endpoint/grade-batch", { threads: T4 }),
+  (ctx) => ctx.request("victim's secrets", "GET", "/v1/projects/neighbour/secrets"),
+  (ctx, id) =>
+    ctx.request("victim's project: model", "POST", "/v1/projects/neighbour/models", {
+      key: id,
+      baseURL: ctx.remotes.model.url,
+      model: "m",
+      apiKeySecret: VICTIM.secret,
+    }),
+  // a new value unbinds the secret: the next call binds it again (the cache of values is dropped)
+  (ctx, id) => ctx.request("own secret rotated", "PUT", `/secrets/${VICTIM.shared}`, { value: `${ATTACKER_SECRET_PREFIX}${id}` }),
+];
+
+/** 8–14: work the host does for a tenant, in the API process or outside an isolate's heap */
+const HOST_ATTACKS: AttackClass[] = [
+  {
+    name: "8 template amplification",
+    graders: {},
+    async setup(ctx) {
+      const model = { key: "tmpl-model", baseURL: ctx.remotes.model.url, model: "judge", timeoutMs: 5000 };
+      must(await ctx.request("setup", "POST", "/models", model), 201, "the attacker's model");
+      const judge = { key: "tmpl-judge", judgeModel: "tmpl-model", criteria: "is it right", template: AMPLIFIER };
+      must(await ctx.request("setup", "POST", "/graders/binary-judge", judge), 201, "the amplifying judge");
+    },
+    teardown: (ctx) => drop(ctx, ["tmpl-judge"], ["tmpl-model"]),
+    loops: 3,
+    async step(ctx, loop, n) {
+      const b = templateBodies();
+      const judge = "/graders/tmpl-judge";
+      const requests: Array<[string, string, string]> = [
+        ["prompt", `${judge}/prompt`, b.prompt],
+        ["grade-batch", `${judge}/grade-batch`, b.batch],
+        ["create with samples", "/graders/binary-judge", b.create],
+        ["reward/score", `${judge}/reward/score`, b.score],
+        ["reward/batch_score", `${judge}/reward/batch_score`, b.batchScore],
+      ];
+      const [label, path, body] = requests[(loop + n) % requests.length];
+      await ctx.request(label, "POST", path, body);
+    },
+  },
+  {
+    name: "9 schema cost",
+    graders: {},
+    async setup(ctx) {
+      const endpoint = { key: "schema-ep", url: ctx.remotes.schema.url, timeoutMs: 5000 };
+      must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, "the endpoint with a costly schema");
+    },
+    teardown: (ctx) => drop(ctx, ["schema-ep"]),
+    loops: 2,
+    async step(ctx, loop, n) {
+      const b = schemaBodies();
+      if ((loop + n) % 2 === 0) await ctx.request("grade-batch", "POST", "/graders/schema-ep/grade-batch", b.batch);
+      else await ctx.request("reward/batch_score", "POST", "/graders/schema-ep/reward/batch_score", b.batchScore);
+    },
+  },
+  {
+    name: "10 huge replies",
+    graders: {},
+    async setup(ctx) {
+      hugeBatchReply(); // built before the measurement
+      const endpoint = { key: "huge-ep", url: ctx.remotes.huge.url, timeoutMs: 30_000 };
+      must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, "the endpoint with huge replies");
+    },
+    teardown: (ctx) => drop(ctx, ["huge-ep"]),
+    loops: 3,
+    step: async (ctx) => {
+      await ctx.request("grade-batch", "POST", "/graders/huge-ep/grade-batch", { threads: T2 });
+    },
+  },
+  {
+    name: "11 secrets",
+    graders: {},
+    async setup(ctx) {
+      // the attacker's own secret under a name the victim also uses, on the same host (127.0.0.1)
+      const own = await ctx.request("setup", "PUT", `/secrets/${VICTIM.shared}`, { value: `${ATTACKER_SECRET_PREFIX}0` });
+      if (own.status !== 200 && own.status !== 201) must(own, 201, "the attacker's own secret");
+      const model = { key: "own-model", baseURL: ctx.remotes.model.url, model: "judge", apiKeySecret: VICTIM.shared, timeoutMs: 5000 };
+      must(await ctx.request("setup", "POST", "/models", model), 201, "the attacker's model");
+      must(
+        await ctx.request("setup", "POST", "/graders/binary-judge", { key: "own-judge", judgeModel: "own-model", criteria: "c" }),
+        201,
+        "the attacker's judge",
+      );
+      const endpoint = { key: "own-endpoint", url: ctx.remotes.honest.url, headersSecret: { "x-api-key": VICTIM.shared }, timeoutMs: 5000 };
+      must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, "the attacker's endpoint");
+    },
+    teardown: (ctx) => drop(ctx, ["own-judge", "own-endpoint"], ["own-model"]),
+    verify(ctx) {
+      const own = ctx.remotes.watch.seen["attacker's own secret"];
+      return own > 0 ? [] : ["the attacker's own secret never reached its servers: the class did not exercise secrets"];
+    },
+    loops: 3,
+    step: async (ctx, loop, n) => {
+      await SECRET_ATTEMPTS[(loop + n) % SECRET_ATTEMPTS.length](ctx, `steal-${loop}-${n}`);
+    },
+  },
+  {
+    name: "12 fan-out",
+    graders: {},
+    async setup(ctx) {
+      ctx.remotes.hang.hold();
+      // as many calls in flight as each endpoint allows (256), on endpoints that never answer
+      for (let k = 0; k < FAN_ENDPOINTS; k++) {
+        const endpoint = { key: `fan-${k}`, url: ctx.remotes.hang.url, batch: false, maxConcurrency: 256, timeoutMs: 600_000 };
+        must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, `endpoint fan-${k}`);
+      }
+    },
+    finish: (ctx) => ctx.remotes.hang.release(),
+    teardown: (ctx) =>
+      drop(
+        ctx,
+        Array.from({ length: FAN_ENDPOINTS }, (_, k) => `fan-${k}`),
+      ),
+    loops: FAN_ENDPOINTS,
+    step: async (ctx, loop) => {
+      await ctx.request("grade-batch", "POST", `/graders/fan-${loop}/grade-batch`, { threads: T256 });
+    },
+  },
+  {
+    name: "13 big invalid bodies",
+    graders: { "body-target": gated("return 1;") },
+    setup: async () => void invalidBody(),
+    loops: 6,
+    step: async (ctx) => {
+      await ctx.request("grade-batch", "POST", "/graders/body-target/grade-batch", invalidBody());
+    },
+  },
+  {
+    name: "14 off-heap growth",
+    graders: {
+      // ICU's objects live outside the V8 heap: the isolate's heap limit does not see them
+      "offheap-intl": `const keep = [];
+async (t) => {
+  if (!t.metadata.attack) return 0.5;
+  for (let i = 0; i < 5000; i++) keep.push(new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }));
+  return 1;
+}`,
+    },
+    loops: 2,
+    step: (ctx) => ctx.gradeBatch("offheap-intl", T4),
+  },
+];
+
+export const ATTACKS: AttackClass[] = [...ISOLATE_ATTACKS, ...HOST_ATTACKS];

@@ -2,8 +2,14 @@
 // from project "attacker", while a healthy grader of project "neighbour" is called without pause
 // and /healthz is polled every ~20 ms. Per class: /healthz latency, the neighbour's latency and
 // correctness, what the attacker got back, worker restarts, whether the neighbour was
-// quarantined, and the API process's RSS. Targets are checked per row; any FAIL exits 1.
+// quarantined, the API process's and the sandbox workers' peak RSS, and whether any of the
+// victim's secrets reached the attacker. Targets are checked per row; any FAIL exits 1.
 // Writes bench/soak-results.json and prints a Markdown table. Not part of `make test`.
+//
+// The attacker's remote servers (reward servers, an OpenAI-compatible model) and the victim's
+// run in this process on 127.0.0.1 (bench/soak-remotes.ts); the server's egress policy allows
+// 127.0.0.1/32. The neighbour is also the victim: before any attack it stores secrets (its own,
+// and a server environment secret granted to it alone) and uses them on its models and endpoint.
 //
 // The probes (neighbour calls and /healthz) run on their own thread, so the attacker's request
 // building and response parsing on the main thread never delays a probe's timer or socket.
@@ -15,16 +21,27 @@
 // and those classes only.
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { Gradebox } from "../sdk/index.ts";
+import { FakeOpenAI } from "../test/fake-openai.ts";
 import { pct } from "./latency.ts";
+import { childPids, sandboxWorkers, statusKb } from "./proc.ts";
 import { provenance } from "./provenance.ts";
-import { ATTACKS, type AttackClass, type AttackContext } from "./soak-attacks.ts";
+import { ATTACKER_SECRET_PREFIX, ATTACKS, type AttackClass, type AttackContext, VICTIM } from "./soak-attacks.ts";
+import { closeAttackerRemotes, RewardServer, SecretWatch, startAttackerRemotes } from "./soak-remotes.ts";
 
-const CONFIG = { GRADEBOX_WORKERS: "2", GRADEBOX_TIMEOUT_MS: "500", GRADEBOX_MEMORY_MB: "64" };
+const CONFIG = {
+  GRADEBOX_WORKERS: "2",
+  GRADEBOX_TIMEOUT_MS: "500",
+  GRADEBOX_MEMORY_MB: "64",
+  // the default, written out: the workers' RSS bound is derived from it
+  GRADEBOX_WARM_HEAP_MB: "384",
+  // the attacker's and the victim's servers listen on loopback
+  GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32",
+};
 /** how long each class attacks; requests in flight at the end are waited for (and measured) */
 const CLASS_MS = Number(process.env.SOAK_CLASS_MS ?? 12_000);
 const BASELINE_MS = 5_000;
@@ -39,7 +56,22 @@ const NEIGHBOUR_SOURCE = `async function grade(thread) {
   const expected = thread.metadata.expected ?? "";
   return completion.trim() === String(expected).trim() ? 1 : 0;
 }`;
-const TARGETS = { healthzMaxMs: 300, neighbourMaxMs: 2000, rssGrowthMb: 200 };
+/** A grading call may grow its worker by 2× its heap limit + 64 MB before the worker's watchdog stops it (README, Security model). */
+const CALL_GROWTH_MB = 2 * Number(CONFIG.GRADEBOX_MEMORY_MB) + 64;
+/** A worker's own resident set before any grader: Node, isolated-vm, the prelude (about 100–130 MB here), with room. */
+const WORKER_BASE_MB = 256;
+const TARGETS = {
+  healthzMaxMs: 300,
+  neighbourMaxMs: 2000,
+  apiRssPeakMb: 1024,
+  /** the API's RSS after each class, over the baseline class's */
+  apiRssOverBaselineMb: 150,
+  /** a worker: its base, its warm isolates' heaps, and two calls' growth (the one stopped, and one beside it) */
+  workerRssMb: WORKER_BASE_MB + Number(CONFIG.GRADEBOX_WARM_HEAP_MB) + 2 * CALL_GROWTH_MB,
+  secretLeaks: 0,
+};
+/** how long the API's RSS is given to come back near the baseline after a class */
+const RSS_BACK_MS = 10_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number | undefined, d = 1) => (n === undefined || !Number.isFinite(n) ? undefined : +n.toFixed(d));
@@ -208,7 +240,7 @@ if (!isMainThread) runProbe(workerData as ProbeInit);
 else await main();
 
 // ---------------------------------------------------------------------------------------------
-// The main thread: the server, the attacks, the table.
+// The main thread: the server, the remote servers, the attacks, the table.
 
 interface Row {
   class: string;
@@ -218,7 +250,7 @@ interface Row {
   drainTimedOut: boolean;
   healthz: ProbeReport["healthz"];
   neighbour: ProbeReport["neighbour"];
-  /** per request: HTTP status and error code (or the client's error) */
+  /** per request: its label, HTTP status and error code (or the client's error) */
   attackerRequests: Record<string, number>;
   /** per graded item of a 200 grade-batch: ok or the item's error code */
   attackerItems: Record<string, number>;
@@ -228,8 +260,20 @@ interface Row {
   neighbourQuarantinedAt: string | null;
   neighbourRecentFaults: number | null;
   rssBeforeMb: number;
+  /** the API process's peak resident set during the class (VmHWM, reset when the class starts) */
   rssPeakMb: number;
+  /** after the class's teardown and the pool settled (waiting up to RSS_BACK_MS for it to come back) */
   rssAfterMb: number;
+  /** the API's V8 heap (used, total) and external memory then, from /metrics */
+  apiHeapAfterMb: { used?: number; total?: number; external?: number };
+  /** the largest resident set any sandbox worker reached during the class (VmHWM, reset when the class starts) */
+  workerRssPeakMb: number;
+  /** the most file descriptors the API process had open at once (sampled) */
+  apiFdsPeak: number;
+  /** requests reaching the attacker's servers, and answers of the API to the attacker, holding a value of the victim's */
+  secretLeaks: number;
+  /** per watched value, how many requests or answers held it during the class */
+  secretsSeen: Record<string, number>;
   serverAlive: boolean;
   /** neighbour calls over SLOW_MS and /healthz polls over SLOW_HEALTHZ_MS (t: seconds since the class started) */
   slowNeighbourCalls: Array<{ t: number; ms: number }>;
@@ -246,6 +290,13 @@ interface Row {
   failures: string[];
 }
 
+/** What one class's requests came to. */
+interface Counts {
+  requests: Record<string, number>;
+  items: Record<string, number>;
+  byGrader: Record<string, Record<string, number>>;
+}
+
 async function main(): Promise<void> {
   const { spawnServer } = await import("../test/helpers.ts");
   const { Store } = await import("../server/store.ts");
@@ -259,13 +310,33 @@ async function main(): Promise<void> {
   const attackerKey = (await store.keys.create("attacker", "soak")).key;
   await store.close();
   const metricsToken = `soak_${randomBytes(12).toString("hex")}`;
+  const hex = () => randomBytes(16).toString("hex");
+  // the victim's values; none may ever reach the attacker
+  const victimValues = { secret: `victim-secret-${hex()}`, shared: `victim-shared-${hex()}`, env: `victim-env-${hex()}` };
+  const watch = new SecretWatch({
+    "victim's secret": victimValues.secret,
+    "victim's secret of a shared name": victimValues.shared,
+    "victim's server env secret": victimValues.env,
+    "metrics token": metricsToken,
+    "attacker's own secret": ATTACKER_SECRET_PREFIX,
+  });
+  const LEAKS = ["victim's secret", "victim's secret of a shared name", "victim's server env secret", "metrics token"];
+  const remotes = await startAttackerRemotes(watch);
+  const victimWatch = new SecretWatch(victimValues);
+  const victimModel = await new FakeOpenAI().start();
+  const victimEndpoint = await new RewardServer("victim", "honest", victimWatch).start();
+  const closeRemotes = () => Promise.all([closeAttackerRemotes(remotes), victimModel.close(), victimEndpoint.close()]);
+
   const server = await spawnServer({
     GRADEBOX_DB: dbPath,
     GRADEBOX_LOG_LEVEL: "warn",
     GRADEBOX_METRICS_TOKEN: metricsToken,
     ...CONFIG,
-  }).catch((error: unknown) => {
+    [VICTIM.env]: victimValues.env,
+    GRADEBOX_SECRET_GRANTS: `${VICTIM.env}=neighbour`,
+  }).catch(async (error: unknown) => {
     rmSync(dir, { recursive: true, force: true });
+    await closeRemotes();
     throw error;
   });
   const pid = server.child.pid as number;
@@ -274,34 +345,73 @@ async function main(): Promise<void> {
   server.exited.then((code) => (serverExit = code));
   const alive = () => serverExit === undefined;
 
-  const rssMb = (): number => {
+  const kb = (p: number, field: "VmHWM" | "VmRSS"): number => {
     try {
-      return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+      return statusKb(p, field);
+    } catch {
+      return 0; // gone meanwhile
+    }
+  };
+  const rssMb = () => kb(pid, "VmRSS") / 1024;
+  /** the sandbox workers now (a worker that ends between the listing and the read is left out) */
+  const workers = (): number[] => {
+    try {
+      return sandboxWorkers(pid);
+    } catch {
+      return childPids(pid).filter((p) => kb(p, "VmRSS") > 0);
+    }
+  };
+  /** VmHWM starts again from VmRSS (Linux's clear_refs 5): a class's peak is its own */
+  const resetPeak = (p: number): boolean => {
+    try {
+      writeFileSync(`/proc/${p}/clear_refs`, "5");
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const openFds = (): number => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).length;
     } catch {
       return 0;
     }
   };
 
-  async function restarts(): Promise<number | null> {
-    const scrape = async (token: string) =>
+  /** From /metrics: worker restarts so far, and the API process's V8 heap and external memory now (MB). */
+  async function scrape(): Promise<{ restarts: number | null; heapUsedMb?: number; heapTotalMb?: number; externalMb?: number }> {
+    const get = async (token: string) =>
       fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(30_000) });
     try {
-      let res = await scrape(metricsToken);
+      let res = await get(metricsToken);
       const written = join(dir, "metrics.token");
-      if (res.status === 401 && existsSync(written)) res = await scrape(readFileSync(written, "utf8").trim());
-      const m = /^gradebox_worker_restarts_total (\d+)/m.exec(await res.text());
-      return m ? Number(m[1]) : null;
+      if (res.status === 401 && existsSync(written)) res = await get(readFileSync(written, "utf8").trim());
+      const text = await res.text();
+      const value = (name: string) => {
+        const m = new RegExp(`^${name} (\\S+)`, "m").exec(text);
+        return m ? Number(m[1]) : undefined;
+      };
+      const mb = (name: string) => {
+        const v = value(name);
+        return v === undefined ? undefined : Math.round(v / 2 ** 20);
+      };
+      return {
+        restarts: value("gradebox_worker_restarts_total") ?? null,
+        heapUsedMb: mb("gradebox_api_nodejs_heap_size_used_bytes"),
+        heapTotalMb: mb("gradebox_api_nodejs_heap_size_total_bytes"),
+        externalMb: mb("gradebox_api_nodejs_external_memory_bytes"),
+      };
     } catch {
-      return null;
+      return { restarts: null };
     }
   }
 
-  async function api(project: "neighbour" | "attacker", method: string, path: string, body?: string) {
-    const key = project === "neighbour" ? neighbourKey : attackerKey;
-    const res = await fetch(`${url}/v1/projects/${project}/graders${path}`, {
+  /** One request with `key`; `path` is absolute (/v1/…); a string or Buffer body is sent as it is. */
+  async function send(key: string, method: string, path: string, body?: string | Buffer) {
+    const res = await fetch(`${url}${path}`, {
       method,
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body,
+      body: body as BodyInit | undefined,
       signal: AbortSignal.timeout(120_000),
     });
     const text = await res.text();
@@ -311,8 +421,17 @@ async function main(): Promise<void> {
     } catch {
       json = { unparsed: text.slice(0, 200) };
     }
-    return { status: res.status, json };
+    return { status: res.status, json, text };
   }
+
+  /** A request of a project under /v1/projects/{project}; a body other than a string is sent as JSON. */
+  const api = (project: "neighbour" | "attacker", method: string, path: string, body?: unknown) =>
+    send(
+      project === "neighbour" ? neighbourKey : attackerKey,
+      method,
+      `/v1/projects/${project}${path}`,
+      body === undefined || typeof body === "string" ? body : JSON.stringify(body),
+    );
 
   /** worker exits and quarantines the server logged between two instants (its log is pino JSON lines) */
   function serverEvents(from: number, to: number): Row["serverEvents"] {
@@ -343,12 +462,41 @@ async function main(): Promise<void> {
   }
 
   // the neighbour's grader, trusted by the pool (20+ clean jobs) before any attack
-  const created = await api("neighbour", "POST", "", JSON.stringify({ key: NEIGHBOUR_GRADER, source: NEIGHBOUR_SOURCE }));
+  const created = await api("neighbour", "POST", "/graders", { key: NEIGHBOUR_GRADER, source: NEIGHBOUR_SOURCE });
   if (created.status !== 201) throw new Error(`could not register the neighbour grader: ${JSON.stringify(created.json)}`);
   for (let i = 0; i < 25; i++) {
     const { thread, want } = neighbourThread(i);
-    const r = await api("neighbour", "POST", `/${NEIGHBOUR_GRADER}/grade`, JSON.stringify({ thread }));
+    const r = await api("neighbour", "POST", `/graders/${NEIGHBOUR_GRADER}/grade`, { thread });
     if (r.json.score !== want) throw new Error(`the neighbour grader answered ${JSON.stringify(r.json)} before any attack`);
+  }
+
+  // The victim's secrets, in use: a model keyed by its own secret, one by the server env secret
+  // granted to it alone, an endpoint whose header is its secret of a name the attacker also uses.
+  // Each is graded once, and the victim's servers must have received every value: the secrets the
+  // attacker goes after are live, on the same host (127.0.0.1) as the attacker's servers.
+  {
+    const must = async (what: string, answer: Promise<{ status: number; json: Record<string, unknown> }>, ...statuses: number[]) => {
+      const r = await answer;
+      if (!statuses.includes(r.status)) throw new Error(`the victim's ${what}: ${r.status} ${JSON.stringify(r.json).slice(0, 300)}`);
+      return r;
+    };
+    await must("secret", api("neighbour", "PUT", `/secrets/${VICTIM.secret}`, { value: victimValues.secret }), 201);
+    await must("shared secret", api("neighbour", "PUT", `/secrets/${VICTIM.shared}`, { value: victimValues.shared }), 201);
+    const model = { baseURL: victimModel.url, model: "judge", timeoutMs: 5000 };
+    await must("model", api("neighbour", "POST", "/models", { key: "victim-model", apiKeySecret: VICTIM.secret, ...model }), 201);
+    await must("env model", api("neighbour", "POST", "/models", { key: "victim-env-model", apiKeyEnv: VICTIM.env, ...model }), 201);
+    const judge = (key: string, judgeModel: string) => ({ key, judgeModel, criteria: "answers the question" });
+    await must("judge", api("neighbour", "POST", "/graders/binary-judge", judge("victim-judge", "victim-model")), 201);
+    await must("env judge", api("neighbour", "POST", "/graders/binary-judge", judge("victim-env-judge", "victim-env-model")), 201);
+    const endpoint = { key: "victim-endpoint", url: victimEndpoint.url, headersSecret: { "x-api-key": VICTIM.shared } };
+    await must("endpoint", api("neighbour", "POST", "/graders/external-endpoint", endpoint), 201);
+    for (const key of ["victim-judge", "victim-env-judge", "victim-endpoint"]) {
+      const { thread } = neighbourThread(0);
+      await must(`grade with ${key}`, api("neighbour", "POST", `/graders/${key}/grade`, { thread }), 200);
+    }
+    victimWatch.drain(victimModel);
+    const unseen = Object.entries(victimWatch.seen).filter(([, n]) => n === 0);
+    if (unseen.length > 0) throw new Error(`the victim's servers never received its ${unseen.map(([k]) => k).join(", ")}`);
   }
 
   const probe = new Worker(new URL(import.meta.url), {
@@ -369,83 +517,117 @@ async function main(): Promise<void> {
     const err = e as Error & { cause?: { code?: string } };
     return `client error ${err.cause?.code ?? err.name}`;
   };
+  const graderOf = (path: string) => /\/graders\/([^/]+)\/[^/]/.exec(path)?.[1];
 
-  async function runClass(attack: AttackClass | undefined, name: string, ms: number): Promise<Row> {
-    log(`— ${name}`);
-    const requests: Record<string, number> = {};
-    const items: Record<string, number> = {};
-    const byGrader: Record<string, Record<string, number>> = {};
-    const setupErrors: string[] = [];
+  /** The attacker's requests, counted into `counts`; `honestScore` as the class says. */
+  function attackerContext(counts: Counts, honestScore: number | undefined): AttackContext {
     let registered = 0;
     const ctx: AttackContext = {
+      remotes,
+      async request(label, method, path, body) {
+        const full = path.startsWith("/v1/") ? path : `/v1/projects/attacker${path}`;
+        const raw = body === undefined || typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+        const tag = (outcome: string) => (label ? `${label} ${outcome}` : outcome);
+        try {
+          const r = await send(attackerKey, method, full, raw);
+          watch.scan(r.text);
+          const code = typeof r.json.code === "string" ? r.json.code : undefined;
+          bump(counts.requests, tag(r.status === 200 ? "200" : `${r.status} ${code ?? ""}`.trim()));
+          const key = graderOf(full) ?? "?";
+          if (r.status === 200 && Array.isArray(r.json.results)) {
+            for (const o of r.json.results as Array<{ score?: number; error?: { code?: string } }>) {
+              const outcome = o.error ? String(o.error.code) : honestScore !== undefined && o.score !== honestScore ? "FORGED_SCORE" : "ok";
+              bump(counts.items, outcome);
+              counts.byGrader[key] ??= {};
+              bump(counts.byGrader[key], outcome);
+            }
+          }
+          if (r.status === 423 && graderOf(full)) {
+            // quarantined, as it should be: lift it and attack again
+            const rel = await send(attackerKey, "POST", `/v1/projects/attacker/graders/${key}/release`);
+            bump(counts.requests, rel.status === 200 ? "release" : `release ${rel.status}`);
+          }
+          return { status: r.status, code, json: r.json };
+        } catch (e) {
+          bump(counts.requests, tag(describeFailure(e)));
+          return { status: 0, json: {} };
+        }
+      },
       async gradeBatch(key, threads) {
         let body = bodies.get(threads);
         if (!body) {
           body = JSON.stringify({ threads });
           bodies.set(threads, body);
         }
-        try {
-          const r = await api("attacker", "POST", `/${key}/grade-batch`, body);
-          bump(requests, r.status === 200 ? "200" : `${r.status} ${r.json.code ?? ""}`.trim());
-          if (r.status === 200 && Array.isArray(r.json.results)) {
-            for (const o of r.json.results as Array<{ score?: number; error?: { code?: string } }>) {
-              const code = o.error
-                ? String(o.error.code)
-                : attack?.honestScore !== undefined && o.score !== attack.honestScore
-                  ? "FORGED_SCORE"
-                  : "ok";
-              bump(items, code);
-              byGrader[key] ??= {};
-              bump(byGrader[key], code);
-            }
-          }
-          if (r.status === 423) {
-            // quarantined, as it should be: lift it and attack again
-            const rel = await api("attacker", "POST", `/${key}/release`);
-            bump(requests, rel.status === 200 ? "release" : `release ${rel.status}`);
-          }
-        } catch (e) {
-          bump(requests, describeFailure(e));
-        }
+        await ctx.request("", "POST", `/graders/${key}/grade-batch`, body);
       },
       async register(source) {
         try {
-          const r = await api("attacker", "POST", "", JSON.stringify({ key: `reg-${registered++}`, source }));
+          const r = await api("attacker", "POST", "/graders", { key: `reg-${registered++}`, source });
           const check = r.json.check ? `/${r.json.check}` : "";
-          bump(requests, r.status === 201 ? "register 201" : `register ${r.status} ${r.json.code ?? ""}${check}`);
+          bump(counts.requests, r.status === 201 ? "register 201" : `register ${r.status} ${r.json.code ?? ""}${check}`);
         } catch (e) {
-          bump(requests, `register ${describeFailure(e)}`);
+          bump(counts.requests, `register ${describeFailure(e)}`);
         }
       },
       async validate(source) {
         try {
-          const r = await api("attacker", "POST", "/validate", JSON.stringify({ source }));
+          const r = await api("attacker", "POST", "/graders/validate", { source });
           const check = r.json.check ? `/${r.json.check}` : "";
-          bump(requests, `validate ${r.status} ${r.json.code ?? (r.json.valid ? "valid" : "")}${check}`.trim());
+          bump(counts.requests, `validate ${r.status} ${r.json.code ?? (r.json.valid ? "valid" : "")}${check}`.trim());
         } catch (e) {
-          bump(requests, `validate ${describeFailure(e)}`);
+          bump(counts.requests, `validate ${describeFailure(e)}`);
         }
       },
     };
+    return ctx;
+  }
+
+  /** The API's RSS when no attack had run yet (the end of the baseline class): each class must come back near it. */
+  let baselineRssMb: number | undefined;
+
+  async function runClass(attack: AttackClass | undefined, name: string, ms: number): Promise<Row> {
+    log(`— ${name}`);
+    const counts: Counts = { requests: {}, items: {}, byGrader: {} };
+    const ctx = attackerContext(counts, attack?.honestScore);
+    /** what setup and teardown ask is not the attack's: counted apart, and not shown */
+    const aside = attackerContext({ requests: {}, items: {}, byGrader: {} }, undefined);
+    const setupErrors: string[] = [];
 
     // the class's graders were registered at the start; they are warmed up before the measurement starts
     setupErrors.push(...(registrationErrors.get(name) ?? []));
     if (attack?.warmUp) {
       for (let i = 0; i < attack.warmUp.calls; i++) {
         const thread = { turns: [{ role: "assistant", content: "fine" }], metadata: {} };
-        const r = await api("attacker", "POST", `/${attack.warmUp.key}/grade`, JSON.stringify({ thread }));
+        const r = await api("attacker", "POST", `/graders/${attack.warmUp.key}/grade`, { thread });
         if (r.status !== 200) setupErrors.push(`warm-up ${i}: ${r.status} ${JSON.stringify(r.json).slice(0, 200)}`);
       }
+    }
+    try {
+      await attack?.setup?.(aside);
+    } catch (e) {
+      setupErrors.push((e as Error).message);
     }
     for (const e of setupErrors) log(`  setup: ${e}`);
 
     const loadAvg = Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
-    const restartsBefore = await restarts();
+    const restartsBefore = (await scrape()).restarts;
+    const seenBefore = watch.snapshot();
     const rssBefore = rssMb();
+    let watched = workers();
+    const peaksReset = [pid, ...watched].every(resetPeak);
+    // without clear_refs, VmHWM would be the process's whole life: the sampled VmRSS then
+    const field = peaksReset ? "VmHWM" : "VmRSS";
     let rssPeak = rssBefore;
+    let workerPeak = 0;
+    let fdsPeak = openFds();
+    let tick = 0;
     const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, rssMb());
-    }, 200);
+      if (++tick % 5 === 0) watched = workers(); // a replaced worker starts with its own peak
+      rssPeak = Math.max(rssPeak, kb(pid, field) / 1024);
+      for (const w of watched) workerPeak = Math.max(workerPeak, kb(w, field) / 1024);
+      fdsPeak = Math.max(fdsPeak, openFds());
+    }, 100);
     probe.postMessage({ op: "start" });
     const t0 = performance.now();
     const startedAt = Date.now();
@@ -456,30 +638,50 @@ async function main(): Promise<void> {
         try {
           await attack?.step(ctx, loop, n);
         } catch (e) {
-          bump(requests, `step threw: ${(e as Error).message.slice(0, 80)}`);
+          bump(counts.requests, `step threw: ${(e as Error).message.slice(0, 80)}`);
         }
         if (performance.now() - s < 5) await sleep(5); // a request that fails at once must not spin this loop
       }
     });
-    if (!attack) await sleep(ms);
     await sleep(Math.max(0, deadline - Date.now()));
+    attack?.finish?.(ctx);
     const attackEnd = performance.now();
     const drained = await Promise.race([Promise.all(loops).then(() => true), sleep(DRAIN_MAX_MS).then(() => false)]);
     const drainSeconds = (performance.now() - attackEnd) / 1000;
     const report = await probeStop();
     const seconds = (performance.now() - t0) / 1000;
     clearInterval(sampler);
-    const rssAfter = rssMb();
-    const restartsAfter = await restarts();
+    rssPeak = Math.max(rssPeak, kb(pid, field) / 1024);
+    for (const w of watched) workerPeak = Math.max(workerPeak, kb(w, field) / 1024);
+    const restartsAfter = (await scrape()).restarts;
     let quarantinedAt: string | null = null;
     let recentFaults: number | null = null;
     try {
-      const g = await api("neighbour", "GET", `/${NEIGHBOUR_GRADER}`);
+      const g = await api("neighbour", "GET", `/graders/${NEIGHBOUR_GRADER}`);
       quarantinedAt = (g.json.quarantinedAt as string | null | undefined) ?? null;
       recentFaults = typeof g.json.recentFaults === "number" ? g.json.recentFaults : null;
     } catch (e) {
       setupErrors.push(`could not read the neighbour grader: ${(e as Error).message}`);
     }
+    watch.drain(remotes.model);
+    const seen = Object.fromEntries(Object.entries(watch.snapshot()).map(([k, n]) => [k, n - (seenBefore[k] ?? 0)]));
+    const leaks = LEAKS.reduce((sum, k) => sum + (seen[k] ?? 0), 0);
+    const classFailures = attack?.verify?.(ctx) ?? [];
+
+    // the class's graders and what its setup made go, so they do not weigh on the next class
+    for (const key of Object.keys(attack?.graders ?? {})) await api("attacker", "DELETE", `/graders/${key}`).catch(() => {});
+    try {
+      await attack?.teardown?.(aside);
+    } catch (e) {
+      setupErrors.push(`teardown: ${(e as Error).message}`);
+    }
+    await settle();
+    // back near the baseline: V8 gives memory back a while after a spike, so it is given RSS_BACK_MS
+    let rssAfter = rssMb();
+    const bound = (baselineRssMb ?? Number.POSITIVE_INFINITY) + TARGETS.apiRssOverBaselineMb;
+    for (const end = Date.now() + RSS_BACK_MS; rssAfter > bound && Date.now() < end && alive(); rssAfter = rssMb()) await sleep(500);
+    // what the RSS holds: V8's heap (live or not yet given back) or memory outside it
+    const { heapUsedMb, heapTotalMb, externalMb } = await scrape();
 
     const failures: string[] = [];
     const h = report.healthz;
@@ -491,14 +693,21 @@ async function main(): Promise<void> {
       failures.push(`neighbour max ${nb.maxMs} ms > ${TARGETS.neighbourMaxMs} ms`);
     if (nb.wrong + nb.failed > 0) failures.push(`neighbour ${nb.wrong} wrong, ${nb.failed} failed`);
     if (quarantinedAt) failures.push(`neighbour quarantined at ${quarantinedAt}`);
-    if (rssAfter - rssBefore > TARGETS.rssGrowthMb)
-      failures.push(`API RSS grew ${Math.round(rssAfter - rssBefore)} MB > ${TARGETS.rssGrowthMb} MB`);
+    if (rssPeak > TARGETS.apiRssPeakMb) failures.push(`API RSS peak ${Math.round(rssPeak)} MB > ${TARGETS.apiRssPeakMb} MB`);
+    if (baselineRssMb !== undefined && rssAfter > bound) {
+      const already = rssBefore > bound ? ` (already ${Math.round(rssBefore)} MB when it began)` : "";
+      failures.push(
+        `API RSS ${Math.round(rssAfter)} MB after the class${already}, ${Math.round(rssAfter - baselineRssMb)} MB over the baseline's ${Math.round(baselineRssMb)} MB > ${TARGETS.apiRssOverBaselineMb} MB`,
+      );
+    }
+    if (workerPeak > TARGETS.workerRssMb)
+      failures.push(`a sandbox worker's RSS reached ${Math.round(workerPeak)} MB > ${TARGETS.workerRssMb} MB`);
+    if (leaks > TARGETS.secretLeaks)
+      failures.push(`${leaks} secret leak(s): ${LEAKS.filter((k) => seen[k] > 0).map((k) => `${k} ×${seen[k]}`)}`);
+    failures.push(...classFailures);
     if (setupErrors.length > 0) failures.push(`setup: ${setupErrors.length} error(s)`);
     if (!drained) failures.push(`attacker requests still in flight ${DRAIN_MAX_MS / 1000} s after the attack stopped`);
-
-    // the class's graders go, so their warm isolates do not weigh on the next class
-    for (const key of Object.keys(attack?.graders ?? {})) await api("attacker", "DELETE", `/${key}`).catch(() => {});
-    await settle();
+    baselineRssMb ??= rssAfter;
 
     const row: Row = {
       class: name,
@@ -507,15 +716,20 @@ async function main(): Promise<void> {
       drainTimedOut: !drained,
       healthz: h,
       neighbour: nb,
-      attackerRequests: requests,
-      attackerItems: items,
-      attackerItemsByGrader: byGrader,
+      attackerRequests: counts.requests,
+      attackerItems: counts.items,
+      attackerItemsByGrader: counts.byGrader,
       workerRestarts: restartsBefore === null || restartsAfter === null ? null : restartsAfter - restartsBefore,
       neighbourQuarantinedAt: quarantinedAt,
       neighbourRecentFaults: recentFaults,
       rssBeforeMb: Math.round(rssBefore),
       rssPeakMb: Math.round(rssPeak),
       rssAfterMb: Math.round(rssAfter),
+      apiHeapAfterMb: { used: heapUsedMb, total: heapTotalMb, external: externalMb },
+      workerRssPeakMb: Math.round(workerPeak),
+      apiFdsPeak: fdsPeak,
+      secretLeaks: leaks,
+      secretsSeen: seen,
       serverAlive: alive(),
       slowNeighbourCalls: nb.slow.map(({ at, ms }) => ({ t: round((at - startedAt) / 1000, 2) as number, ms })),
       slowHealthz: h.slow.map(({ at, ms }) => ({ t: round((at - startedAt) / 1000, 2) as number, ms })),
@@ -528,10 +742,13 @@ async function main(): Promise<void> {
     };
     log(
       `  ${failures.length ? `FAIL (${failures.join("; ")})` : "PASS"}: healthz max ${h.maxMs} ms, neighbour ${nb.p50Ms}/${nb.p99Ms}/${nb.maxMs} ms ` +
-        `n=${nb.n} wrong=${nb.wrong} failed=${nb.failed}, restarts ${row.workerRestarts}, RSS ${row.rssBeforeMb}→${row.rssAfterMb} MB, ` +
-        `requests ${JSON.stringify(requests)}, items ${JSON.stringify(items)}`,
+        `n=${nb.n} wrong=${nb.wrong} failed=${nb.failed}, restarts ${row.workerRestarts}, API RSS ${row.rssBeforeMb}→${row.rssAfterMb} MB ` +
+        `(peak ${row.rssPeakMb}; heap ${heapUsedMb}/${heapTotalMb}, external ${externalMb}), worker RSS peak ${row.workerRssPeakMb} MB, API fds peak ${fdsPeak}, drain ${row.drainSeconds} s, ` +
+        `secrets seen ${JSON.stringify(seen)}, requests ${JSON.stringify(counts.requests)}, items ${JSON.stringify(counts.items)}`,
     );
-    for (const [key, codes] of Object.entries(byGrader)) log(`    ${key}: ${JSON.stringify(codes)}`);
+    const graders = Object.entries(counts.byGrader);
+    for (const [key, codes] of graders.slice(0, 8)) log(`    ${key}: ${JSON.stringify(codes)}`);
+    if (graders.length > 8) log(`    … and ${graders.length - 8} more graders`);
     for (const s of nb.samples) log(`    neighbour: ${s}`);
     if (row.slowNeighbourCalls.length > 0)
       log(`    slow neighbour calls (s since start: ms): ${row.slowNeighbourCalls.map((c) => `${c.t}: ${c.ms}`).join(", ")}`);
@@ -552,7 +769,7 @@ async function main(): Promise<void> {
   for (const attack of ATTACKS) {
     if (only && !only.includes(attack.name.split(" ")[0])) continue;
     for (const [key, source] of Object.entries(attack.graders)) {
-      const r = await api("attacker", "POST", "", JSON.stringify({ key, source }));
+      const r = await api("attacker", "POST", "/graders", { key, source });
       if (r.status === 201) continue;
       const errors = registrationErrors.get(attack.name) ?? [];
       errors.push(`${key}: ${r.status} ${JSON.stringify(r.json).slice(0, 300)}`);
@@ -572,13 +789,14 @@ async function main(): Promise<void> {
     server.child.kill("SIGTERM");
     const stopped = await Promise.race([server.exited.then(() => true), sleep(15_000).then(() => false)]);
     if (!stopped) server.child.kill("SIGKILL");
+    await closeRemotes();
   }
   const runtimeSeconds = Math.round((performance.now() - started) / 1000);
   const serverLogTail = server.logs().slice(-4000);
   rmSync(dir, { recursive: true, force: true });
 
   // the table
-  const counts = (m: Record<string, number>) =>
+  const counted = (m: Record<string, number>) =>
     Object.entries(m)
       .sort((a, b) => b[1] - a[1])
       .map(([k, n]) => `${k} ×${n}`)
@@ -586,15 +804,15 @@ async function main(): Promise<void> {
   const fewer = (r: Row) =>
     r.fewerWorkers.length === 0 ? "0" : `${r.fewerWorkers.reduce((a, d) => a + d.ms, 0)} / ${Math.max(...r.fewerWorkers.map((d) => d.ms))}`;
   const lines = [
-    "| class | s | /healthz p99 / max ms | neighbour p50 / p99 / max ms | neighbour calls (wrong, failed) | attacker requests | attacker items | worker restarts | < all workers ready: total / longest ms | neighbour quarantined | API RSS MB before → after (peak) | probe lag ms | result |",
-    "|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|---:|---|",
+    "| class | s | /healthz p99 / max ms | neighbour p50 / p99 / max ms | neighbour calls (wrong, failed) | attacker requests | attacker items | worker restarts | < all workers ready: total / longest ms | neighbour quarantined | API RSS MB before → after (peak) | worker RSS peak MB | secrets leaked | probe lag ms | result |",
+    "|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---|",
   ];
   for (const r of rows) {
     const n = r.neighbour;
     lines.push(
       `| ${r.class} | ${r.seconds} | ${r.healthz.p99Ms} / ${r.healthz.maxMs} | ${n.p50Ms} / ${n.p99Ms} / ${n.maxMs} | ${n.n} (${n.wrong}, ${n.failed}) | ` +
-        `${counts(r.attackerRequests)} | ${counts(r.attackerItems)} | ${r.workerRestarts ?? "?"} | ${fewer(r)} | ${r.neighbourQuarantinedAt ? `yes (${r.neighbourQuarantinedAt})` : "no"} | ` +
-        `${r.rssBeforeMb} → ${r.rssAfterMb} (${r.rssPeakMb}) | ${r.probeLagMaxMs} | ${r.failures.length ? `FAIL: ${r.failures.join("; ")}` : "PASS"} |`,
+        `${counted(r.attackerRequests)} | ${counted(r.attackerItems)} | ${r.workerRestarts ?? "?"} | ${fewer(r)} | ${r.neighbourQuarantinedAt ? `yes (${r.neighbourQuarantinedAt})` : "no"} | ` +
+        `${r.rssBeforeMb} → ${r.rssAfterMb} (${r.rssPeakMb}) | ${r.workerRssPeakMb} | ${r.secretLeaks} | ${r.probeLagMaxMs} | ${r.failures.length ? `FAIL: ${r.failures.join("; ")}` : "PASS"} |`,
     );
   }
   const { commit, machine } = provenance();
@@ -603,8 +821,9 @@ async function main(): Promise<void> {
     `\nGradebox soak — commit ${commit}, ${machine}; ${CONFIG.GRADEBOX_WORKERS} workers, ${CONFIG.GRADEBOX_TIMEOUT_MS} ms time limit, ` +
       `${CONFIG.GRADEBOX_MEMORY_MB} MB heap; ${CLASS_MS / 1000} s per class; took ${runtimeSeconds} s\n` +
       `targets: /healthz max ≤ ${TARGETS.healthzMaxMs} ms; neighbour max ≤ ${TARGETS.neighbourMaxMs} ms, every score correct, never quarantined; ` +
-      `API RSS growth ≤ ${TARGETS.rssGrowthMb} MB. "probe lag" is how late a 10 ms timer of the soak's own probe thread fired at worst: ` +
-      `stalls of this machine, not of the server\n`,
+      `no API crash; API RSS peak ≤ ${TARGETS.apiRssPeakMb} MB and within ${TARGETS.apiRssOverBaselineMb} MB of the baseline's after each class; ` +
+      `every sandbox worker's RSS ≤ ${TARGETS.workerRssMb} MB; ${TARGETS.secretLeaks} secrets leaked to the attacker. ` +
+      `"probe lag" is how late a 10 ms timer of the soak's own probe thread fired at worst: stalls of this machine, not of the server\n`,
   );
   console.log(lines.join("\n"));
   console.log(`\n${failed.length === 0 ? "PASS: every class met every target" : `FAIL: ${failed.map((r) => r.class).join(", ")}`}`);
