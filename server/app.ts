@@ -266,7 +266,13 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
 
   const egress = egressPolicy(config.egressAllow);
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
-  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
+  // a judge's template over its budget is a fault of its grader, recorded as a worker it took down is (onFault, below)
+  const judges = new Judges(
+    dispatcher,
+    metrics,
+    (id) => store.modelById(id),
+    (graderId, reason) => onFault(graderId, reason),
+  );
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
   const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
@@ -274,7 +280,8 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
 
-  // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
+  // a grader that takes its worker down (or a judge whose template goes over its budget) is recorded;
+  // the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     grading.recordFault(graderIdOf(graderId), reason).then(
       (quarantined) => {

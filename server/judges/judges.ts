@@ -21,7 +21,7 @@ import {
 import { type ChatMessage, ModelClient, type Usage } from "./model-client.ts";
 import { firstJsonObject } from "./reply.ts";
 import type { JudgeSpec, ModelRow } from "./spec.ts";
-import { type CompiledTemplate, MAX_PROMPT_CHARS, TemplateError } from "./template.ts";
+import { BUDGET_TEXT, type CompiledTemplate, TemplateError } from "./template.ts";
 
 /** A judge grader as grading needs it. */
 export interface JudgeTarget {
@@ -47,6 +47,8 @@ export class Judges {
     private readonly metrics: Metrics,
     /** read once per model and process: a model never changes, and cannot be deleted while a grader uses it */
     private readonly loadModel: (id: string) => Promise<ModelRow>,
+    /** a grader's fault (its template went over its budget), counted towards its quarantine like a worker it took down */
+    private readonly onFault: (graderId: string, reason: string) => void = () => {},
   ) {}
 
   private client(modelId: string): Promise<ModelClient> {
@@ -79,9 +81,21 @@ export class Judges {
   /** The (first) prompt the judge sends for `thread`; throws TemplateError or ThreadUnfit. */
   prompt(target: JudgeTarget, thread: WireThread): ChatMessage[] {
     const { spec } = target;
-    if (spec.type === "binary") return binaryPrompt(spec, this.template(target), thread);
     if (spec.type === "rubric") return rubricPrompt(spec, thread);
-    return prebuiltFirstPrompt(spec, thread);
+    if (spec.type === "prebuilt") return prebuiltFirstPrompt(spec, thread);
+    try {
+      return binaryPrompt(spec, this.template(target), thread);
+    } catch (error) {
+      this.faultIfOverBudget(target, error);
+      throw error;
+    }
+  }
+
+  /** A render over its budget is the grader's fault: one per request, however many of its threads would have gone over. */
+  private faultIfOverBudget(target: JudgeTarget, error: unknown): boolean {
+    if (!(error instanceof TemplateError && error.overBudget)) return false;
+    this.onFault(target.id, error.message);
+    return true;
   }
 
   async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
@@ -107,10 +121,11 @@ export class Judges {
             return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
           } catch (error) {
             const item = judgeItemError(error);
-            if (error instanceof TemplateError && error.overBudget) {
+            // one fault per batch: the items after it are not rendered
+            if (!budgetBlown && this.faultIfOverBudget(target, error)) {
               budgetBlown = {
                 code: item.code,
-                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${MAX_PROMPT_CHARS}`,
+                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${BUDGET_TEXT} characters`,
               };
             }
             return { error: item };
