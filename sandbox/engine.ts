@@ -1,15 +1,19 @@
 // The engine: owns isolates inside one sandbox worker process. One isolate per grader, kept
 // warm in an LRU map bounded by count and by heap bytes, rebuilt after any disposal. Only
 // strings and numbers cross into an isolate (a batch crosses packed, see batch.ts) and one
-// string crosses out (reply.ts), read strictly; the three References the host keeps point at
-// trusted prelude functions.
+// string crosses out (reply.ts), read strictly; the References the host keeps point at
+// trusted prelude functions. With the worker's memory bounds (memory.ts) every call's growth of
+// the process is charged to its isolate: one that keeps too much outside its heap is disposed
+// and blamed, and a worker past its recycle bound says it is to be replaced.
 
+import v8 from "node:v8";
 import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
 import { type PackedBatch, packBatch } from "./batch.ts";
 import type { CheckFailure, GradeErrorCode, GradeOutcome } from "./checks.ts";
 import { MOCK_THREAD } from "./checks.ts";
 import { bundle, bundlePrelude, checkSyntax, splitCompiled } from "./compile.ts";
+import { explainedRss, type MemoryBounds, residentBytes } from "./memory.ts";
 import { type DecodedReply, decodeReply, ReplyViolation } from "./reply.ts";
 import { checkNesting } from "./source-bounds.ts";
 
@@ -37,7 +41,8 @@ export type ValidationResult =
 
 /** Where the engine announces each isolate call, so the worker's watchdog can bound it. */
 export interface CallWatch {
-  begin(from: number, count: number, limitMs: number): void;
+  /** `rss`: the process's resident bytes as the call starts (0 when not measured) */
+  begin(from: number, count: number, limitMs: number, rss: number): void;
   end(): void;
 }
 const UNWATCHED: CallWatch = { begin() {}, end() {} };
@@ -48,6 +53,11 @@ export interface EngineHooks {
   progress?: SharedArrayBuffer;
   /** told the heap bytes of warm isolates whenever they change */
   onWarmHeap?: (bytes: number) => void;
+  /**
+   * the worker's memory bounds (memory.ts): with them, every call's growth of the process is
+   * charged to its isolate, and the engine says when the worker should be replaced
+   */
+  bounds?: MemoryBounds;
 }
 
 export interface SliceOptions {
@@ -66,6 +76,10 @@ export interface SliceResult {
   outcomes: GradeOutcome[];
   /** set when the isolate broke the reply format: the grader's fault, counted as one */
   violation?: string;
+  /** set when the grader's isolate kept more memory than it may (GRADER_MEMORY_LIMIT): the grader's fault, counted as one */
+  fault?: string;
+  /** the worker holds more memory than it should: replace it (the slice ended early) */
+  retire?: true;
 }
 
 /** After this many items in a row stopped by a limit (time or memory), the rest of a batch fails fast instead of costing a limit each. */
@@ -75,9 +89,21 @@ class GraderError extends Error {
   constructor(
     readonly code: GradeErrorCode,
     message: string,
+    /** the grader is blamed for it as for taking its worker down (a fault), not only for the item */
+    readonly fault = false,
   ) {
     super(message);
   }
+}
+
+const MB = 1024 * 1024;
+/** Why a grader's isolate was disposed for what it kept: the bound and what counts towards it. */
+function retainedMessage(retained: number, bounds: MemoryBounds, memoryMb: number): string {
+  return (
+    `its calls left the sandbox worker ${Math.round(retained / MB)} MB larger than its heap explains, past the ${Math.round(bounds.retained / MB)} MB ` +
+    `a grader may keep outside its heap (2× the ${memoryMb} MB memory limit + 64 MB), so its isolate was disposed. ` +
+    "Intl objects and resizable ArrayBuffers live outside the heap: make formatters once, at module level, rather than keeping new ones"
+  );
 }
 
 const preludeSource = bundlePrelude();
@@ -99,6 +125,12 @@ const WRAPPED_AT = ((wrapped: string[]) => {
   return { line, column: wrapped[line].indexOf("\0") };
 })(wrapModule("\0").split("\n"));
 
+/** An isolate's heap and the external bytes isolated-vm counts against its limit. */
+function heapOf(isolate: ivm.Isolate): number {
+  const heap = isolate.getHeapStatisticsSync();
+  return heap.total_heap_size + heap.externally_allocated_size;
+}
+
 /** A live isolate with a grader loaded into it. */
 class Runtime {
   readonly isolate: ivm.Isolate;
@@ -106,6 +138,15 @@ class Runtime {
   private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
   heapBytes = 0;
   calls = 0;
+  /**
+   * Bytes the process grew by over this isolate's calls (its module load included) that its
+   * heap does not explain: memory it holds outside isolated-vm's accounting. See account().
+   */
+  retained = 0;
+  /** the isolate's heap (and counted external) bytes when `retained` was last corrected by them */
+  private heapAtCharge = 0;
+  /** V8's gc() in a second context of this isolate, made at the first sweep; null where it cannot be had */
+  private collector: ivm.Reference | null | undefined;
   /** the grader's source map (base64 JSON), parsed at its first error with a position */
   private readonly mapText: string | undefined;
   private sourceMap: TraceMap | null | undefined;
@@ -114,7 +155,7 @@ class Runtime {
   constructor(
     code: string,
     private readonly limits: EngineLimits,
-    { watch = UNWATCHED, progress }: EngineHooks,
+    { watch = UNWATCHED, progress, bounds }: EngineHooks,
   ) {
     this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
     const { script, map } = splitCompiled(code);
@@ -133,7 +174,9 @@ class Runtime {
       }
       this.context.global.deleteSync("__gradebox_host");
       let failure: unknown;
-      watch.begin(0, 0, limits.timeoutMs);
+      if (bounds) this.heapAtCharge = heapOf(this.isolate);
+      const before = bounds ? residentBytes() : 0;
+      watch.begin(0, 0, limits.timeoutMs, before);
       try {
         failure = this.guard(() => {
           this.isolate
@@ -143,6 +186,9 @@ class Runtime {
         });
       } finally {
         watch.end();
+      }
+      if (bounds && this.account(residentBytes() - before, bounds)) {
+        throw new GraderError("GRADER_MEMORY_LIMIT", retainedMessage(this.retained, bounds, limits.memoryMb), true);
       }
       if (typeof failure !== "string") throw new GraderError("GRADER_ERROR", "the module's loader answered in an unknown form");
       if (failure !== "") throw new GraderError("GRADER_ERROR", failure);
@@ -222,10 +268,71 @@ class Runtime {
     }
   }
 
+  /**
+   * Charges a call's growth of the process to this isolate; true when what it holds outside its
+   * heap is past the bound. The heap (and the ArrayBuffers isolated-vm counts) is within the
+   * isolate's limit already, so once the charge is worth a look (a quarter of the bound) the
+   * heap's own growth is taken off it; for most isolates that look never happens.
+   *
+   * V8 does not see the memory behind Intl objects or resizable ArrayBuffers either: an isolate
+   * that makes them per item and drops them piles up garbage far past its heap's size before
+   * anything collects it (800 MB for 34,000 DateTimeFormats, measured). So an isolate charged
+   * that much has its garbage collected after each call, and what the collection gives back
+   * to the process is taken off the charge; what it frees into malloc is reused by the next
+   * calls rather than added to. Only an isolate that keeps what it makes reaches the bound.
+   */
+  account(growth: number, bounds: MemoryBounds): boolean {
+    this.retained += growth;
+    if (this.retained <= bounds.retained / 4 || this.isolate.isDisposed) return false;
+    this.offHeap();
+    if (this.retained <= bounds.retained / 4) return false;
+    const before = residentBytes();
+    this.sweep();
+    this.retained += residentBytes() - before;
+    this.offHeap();
+    return this.retained > bounds.retained;
+  }
+
+  /** Takes the heap's growth since the last look off the charge. */
+  private offHeap(): void {
+    const now = heapOf(this.isolate);
+    this.retained -= now - this.heapAtCharge;
+    this.heapAtCharge = now;
+  }
+
+  private sweep(): void {
+    if (this.collector === undefined) this.collector = this.makeCollector();
+    try {
+      this.collector?.applySync(undefined, [], { timeout: this.limits.timeoutMs });
+    } catch {
+      // a collection that fails changes nothing the next call's accounting does not see
+    }
+  }
+
+  /**
+   * V8 installs gc() only in contexts made while --expose-gc is set. Set just for this context,
+   * which the host alone holds: the grader's context, made before, never has it, and one
+   * collection covers the whole isolate's heap.
+   */
+  private makeCollector(): ivm.Reference | null {
+    let context: ivm.Context;
+    try {
+      v8.setFlagsFromString("--expose-gc");
+      try {
+        context = this.isolate.createContextSync();
+      } finally {
+        v8.setFlagsFromString("--no-expose-gc");
+      }
+      const gc = context.global.getSync("gc", { reference: true });
+      return gc.typeof === "function" ? gc : null;
+    } catch {
+      return null;
+    }
+  }
+
   measure(): void {
     if (this.isolate.isDisposed) return;
-    const heap = this.isolate.getHeapStatisticsSync();
-    this.heapBytes = heap.total_heap_size + heap.externally_allocated_size;
+    this.heapBytes = heapOf(this.isolate);
   }
 
   dispose(): void {
@@ -245,6 +352,12 @@ export class Engine {
   isolateCpuUs = 0;
   private readonly watch: CallWatch;
   private readonly onWarmHeap: (bytes: number) => void;
+  /**
+   * Set when the worker's RSS passed its recycle bound after a call, or did not come back after
+   * an isolate was disposed for what it kept: the worker is to be replaced. Slices end after
+   * the call that found it; the worker says so in every reply from then on.
+   */
+  overgrown = false;
   constructor(
     readonly limits: EngineLimits,
     private readonly hooks: EngineHooks = {},
@@ -318,7 +431,7 @@ export class Engine {
     // slices (31 calls in 32) skip the walk over every warm isolate
     const after = this.warm.get(grader.id);
     if (after !== before || after?.heapBytes !== bytesBefore) this.trim(after);
-    return result;
+    return this.overgrown ? { ...result, retire: true } : result;
   }
 
   /** The whole batch in one go (no slices): for tests and in-process measurement. */
@@ -341,13 +454,19 @@ export class Engine {
     let inARow = options.limitsInARow;
     let loaded: Runtime | undefined;
     let violation: string | undefined;
+    let fault: string | undefined;
+    const bounds = this.hooks.bounds;
+    /** an isolate was disposed for what it kept: does the process give the memory back? */
+    const checkGiveBack = () => {
+      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes)) this.overgrown = true;
+    };
     const push = (outcome: GradeOutcome) => {
       outcomes.push(outcome);
       inARow = overLimit(outcome) ? inARow + 1 : 0;
       i++;
     };
     while (i < count) {
-      if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs)) break;
+      if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs || this.overgrown)) break;
       if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
         const last = outcomes.at(-1);
         const code = last && "error" in last ? last.error.code : "GRADER_TIMEOUT";
@@ -361,26 +480,44 @@ export class Engine {
       } catch (error) {
         // the module body itself fails: every remaining item gets that error
         const outcome = toOutcome(error);
+        if (error instanceof GraderError && error.fault) {
+          fault = error.message;
+          checkGiveBack();
+        }
         while (i < count) push(outcome);
         break;
       }
       const alone = single || count - i === 1;
       const asked = alone ? 1 : count - i;
-      this.watch.begin(i, asked, this.limits.timeoutMs);
+      const rssBefore = bounds ? residentBytes() : 0;
+      this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
         const cpuBefore = rt.isolate.cpuTime;
         const reply = rt.call(loaded === rt ? undefined : batch, i, asked);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
-        for (const outcome of reply.outcomes) push(outcome);
-        if (reply.pending) {
-          // microtasks drained with the item's promise still pending: it can never settle
-          push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
+        const rssAfter = bounds ? residentBytes() : 0;
+        if (bounds && rt.account(rssAfter - rssBefore, bounds)) {
+          // the grader keeps what its calls make: this call's items fail, and its isolate goes
+          fault = retainedMessage(rt.retained, bounds, this.limits.memoryMb);
+          discard();
+          loaded = undefined;
+          const covered = reply.outcomes.length + (reply.pending ? 1 : 0);
+          for (let k = 0; k < covered; k++) push({ error: { code: "GRADER_MEMORY_LIMIT", message: fault } });
+          checkGiveBack();
+        } else {
+          for (const outcome of reply.outcomes) push(outcome);
+          if (reply.pending) {
+            // microtasks drained with the item's promise still pending: it can never settle
+            push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
+          }
         }
+        if (bounds && rssAfter > bounds.recycleAt) this.overgrown = true;
         single = options.single;
       } catch (error) {
         discard();
         loaded = undefined;
+        checkGiveBack();
         if (error instanceof ReplyViolation) {
           violation = error.message;
           const message = `the sandbox could not read the grader's results (${error.message})`;
@@ -394,7 +531,7 @@ export class Engine {
         this.watch.end();
       }
     }
-    return violation === undefined ? { outcomes } : { outcomes, violation };
+    return { outcomes, ...(violation === undefined ? {} : { violation }), ...(fault === undefined ? {} : { fault }) };
   }
 
   /**

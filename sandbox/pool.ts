@@ -179,8 +179,10 @@ class FairQueue<T extends { project: string }> {
 
 /**
  * Events: "graderFault" (graderId, reason) when a grader's call took its worker down (its
- * worker's verdict, or V8 aborting under it) or broke the reply format; "validationFault"
- * (project, reason) when a validation did; "workerExit" ({pid, code, signal, stderrTail}).
+ * worker's verdict, or V8 aborting under it), broke the reply format, or left its isolate
+ * holding more outside its heap than a grader may (engine.ts); "validationFault" (project,
+ * reason) when a validation did; "workerExit" ({pid, code, signal, stderrTail}). A worker
+ * that holds more memory than it should is replaced without dying (`recycled`).
  *
  * Scheduling: per-project queues served round-robin. A project holds at most its share of the
  * grading workers (all of them divided by the projects with work) while another project waits;
@@ -199,6 +201,8 @@ export class SandboxPool extends EventEmitter {
   private nextId = 1;
   private closing = false;
   restarts = 0;
+  /** workers replaced because they held more memory than they should (none of them died) */
+  recycled = 0;
 
   constructor(readonly options: PoolOptions) {
     super();
@@ -330,6 +334,7 @@ export class SandboxPool extends EventEmitter {
   private retire(slot: Slot): void {
     if (slot.retiring || this.closing) return;
     slot.retiring = true;
+    this.recycled++;
     this.spawn(slot.role).catch(() => {});
     if (!slot.running && slot.child.connected) slot.child.disconnect();
   }
@@ -496,6 +501,14 @@ export class SandboxPool extends EventEmitter {
     if (typeof reply.violation === "string" && !task.grader.id.startsWith(VALIDATION_ID)) {
       this.emit("graderFault", task.grader.id, `broke the sandbox's reply format: ${reply.violation.slice(0, 200)}`);
     }
+    if (typeof reply.fault === "string") {
+      const reason = `exceeded the memory a grader may keep: ${reply.fault.slice(0, MAX_MESSAGE)}`;
+      // threads graded with a source under validation have no stored grader: the project answers for them
+      if (task.grader.id.startsWith(VALIDATION_ID)) this.emit("validationFault", task.project, reason);
+      else this.emit("graderFault", task.grader.id, reason);
+    }
+    // the worker holds more than it should: a new one starts, and this one closes after this reply
+    if (reply.retire === true) this.retire(slot);
     this.requeue(task);
   }
 

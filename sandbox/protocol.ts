@@ -5,7 +5,7 @@ import type { PackedBatch } from "./batch.ts";
 import type { EngineLimits, GraderCode, SliceOptions, SliceResult, ValidationResult } from "./engine.ts";
 
 export type WorkerRequest =
-  /** grade `batch` from item `from` on, for one slice */
+  /** grade `batch` from item `from` on, for one slice (the reply may carry `retire` and `fault`: see SliceResult) */
   | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
   /** `mock`: grade the built-in sample thread (test_run without samples of the grader's own) */
   | { id: number; op: "validate"; source: string; mock: boolean }
@@ -16,7 +16,7 @@ export type WorkerNotice = { op: "forget"; ids: string[] };
 
 export type WorkerReply =
   | ({ id: number; op: "grade" } & SliceResult)
-  /** `retire`: the worker should be replaced (its esbuild is stuck on a source past its deadline) */
+  /** `retire`: the worker should be replaced (its esbuild is stuck on a source past its deadline, or it holds too much memory) */
   | { id: number; op: "validate"; result: ValidationResult; retire?: boolean }
   | { id: number; op: "stats"; warm: number; warmHeapBytes: number; evictions: number; isolateCpuUs: number; rss: number }
   | { id: number; op: "failed"; message: string };

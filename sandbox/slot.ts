@@ -17,5 +17,7 @@ export const SLOT = {
   warmHeap: 7,
   /** written by the prelude: the item it started grading last */
   item: 8,
-  size: 9,
+  /** the process RSS just before the call started (the watchdog's first look may come up to a tick later) */
+  rssAtStart: 9,
+  size: 10,
 } as const;

@@ -6,26 +6,30 @@
 // that was: it writes one verdict line to the verdict pipe (fd 4) and then kills the process.
 // The pool blames a grader only on such a verdict, never on a timer of its own.
 //
-// The main thread publishes each call in a shared slot (slot.ts) before it starts it, and the
-// prelude writes the item it is grading there, so a verdict names the item.
+// The main thread publishes each call in a shared slot (slot.ts) before it starts it, with the
+// process's RSS at that moment, and the prelude writes the item it is grading there, so a
+// verdict names the item. Memory is bounded three ways (memory.ts): a call's growth of the
+// process, the process's whole size during a call (its ceiling), and, when idle, what the warm
+// isolates explain.
 
 import { readFileSync, writeSync } from "node:fs";
 import { isMainThread, workerData } from "node:worker_threads";
+import { explainedRss, type MemoryBounds } from "./memory.ts";
 import { SLOT } from "./slot.ts";
 
 export interface WatchdogOptions {
   slot: SharedArrayBuffer;
-  /** the isolate memory limit: a call may grow the process by 2× this + 64 MB before it is killed */
+  /** the isolate memory limit (for the verdict on a call that ran long while filling memory) */
   memoryMb: number;
-  /** the process RSS once the worker was ready */
-  baselineRss: number;
+  /** per call, for the whole process, and when idle (memory.ts) */
+  bounds: MemoryBounds;
 }
 
 export type Verdict =
   | { verdict: "timeout" | "memory"; job: number; from: number; count: number; detail: string }
   /** the call ran past its hard deadline without using the CPU to do so: nobody's fault */
   | { verdict: "stalled"; job: number; from: number; count: number; detail: string }
-  /** idle, and holding much more memory than its warm isolates explain: replace it when convenient */
+  /** idle, and holding much more memory than its warm isolates explain (or past its recycle bound): replace it when convenient */
   | { verdict: "recycle"; rss: number };
 
 export const VERDICT_FD = 4;
@@ -48,9 +52,8 @@ function mainThreadCpuMs(): number {
   }
 }
 
-function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
+function watch({ slot, memoryMb, bounds }: WatchdogOptions): void {
   const s = new Float64Array(slot);
-  const growthLimit = (2 * memoryMb + 64) * MB;
   let seen = -1;
   let rssAtStart = 0;
   let cpuAtStart = 0;
@@ -72,6 +75,7 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
     const startedAt = s[SLOT.startedAt];
     const limitMs = s[SLOT.limitMs];
     const warmHeap = s[SLOT.warmHeap];
+    const rssBefore = s[SLOT.rssAtStart];
     if (s[SLOT.seq] !== seq) return; // torn read: look again next tick
     // the prelude's own record of the item it is on, when it lies within the call
     if (call.count > 1 && Number.isInteger(item) && item >= call.from && item < call.from + call.count) {
@@ -83,8 +87,7 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
       if (now - lastIdleCheck < IDLE_CHECK_MS) return;
       lastIdleCheck = now;
       const rss = process.memoryUsage.rss();
-      const explained = baselineRss + warmHeap + Math.max(128, 2 * memoryMb) * MB;
-      if (!recycleSent && rss > explained) {
+      if (!recycleSent && (rss > explainedRss(bounds, warmHeap) || rss > bounds.recycleAt)) {
         recycleSent = true;
         fire({ verdict: "recycle", rss }, false);
       }
@@ -93,13 +96,20 @@ function watch({ slot, memoryMb, baselineRss }: WatchdogOptions): void {
     const rss = process.memoryUsage.rss();
     if (seq !== seen) {
       seen = seq;
-      rssAtStart = rss;
+      // the worker's own reading as the call began: a call that grew fast before this first look is still measured from its start
+      rssAtStart = rssBefore > 0 ? Math.min(rssBefore, rss) : rss;
       cpuAtStart = mainThreadCpuMs();
     }
     // resident memory only: V8 reserves virtual address space in large, harmless chunks
     const growth = rss - rssAtStart;
-    if (growth > growthLimit) {
+    if (growth > bounds.callGrowth) {
       fire({ verdict: "memory", ...call, detail: `the process grew by ${Math.round(growth / MB)} MB during the call` }, true);
+      return;
+    }
+    if (rss > bounds.ceiling) {
+      // calls run back to back without a check between them took the worker here; this one carried it over
+      const detail = `the worker reached ${Math.round(rss / MB)} MB during the call, past its ${Math.round(bounds.ceiling / MB)} MB ceiling`;
+      fire({ verdict: "memory", ...call, detail }, true);
       return;
     }
     const elapsed = now - startedAt;

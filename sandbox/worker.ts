@@ -1,10 +1,12 @@
 // A sandbox worker process: owns an Engine (and so every isolate) and answers the pool's
 // requests one at a time. Its watchdog thread (watchdog.ts) bounds every isolate call in time
 // and memory by killing this process, after naming the call it killed for. If V8 aborts this
-// process on an out-of-memory path, only this process dies; the pool replaces it.
+// process on an out-of-memory path, only this process dies; the pool replaces it. A reply with
+// `retire` asks the pool to replace this worker: it holds more memory than it should.
 
 import { Worker } from "node:worker_threads";
 import { Engine } from "./engine.ts";
+import { memoryBounds, residentBytes } from "./memory.ts";
 import {
   type EngineLimits,
   LIMITS_ENV,
@@ -33,7 +35,7 @@ const slot = new Float64Array(slotBuffer);
 /** the request whose calls are running now: the watchdog's verdict names it */
 let currentJob = 0;
 const watch = {
-  begin(from: number, count: number, limitMs: number) {
+  begin(from: number, count: number, limitMs: number, rss: number) {
     slot[SLOT.seq]++;
     slot[SLOT.job] = currentJob;
     slot[SLOT.from] = from;
@@ -41,6 +43,7 @@ const watch = {
     slot[SLOT.startedAt] = Date.now();
     slot[SLOT.limitMs] = limitMs;
     slot[SLOT.item] = -1;
+    slot[SLOT.rssAtStart] = rss;
     slot[SLOT.running] = 1;
     slot[SLOT.seq]++;
   },
@@ -50,7 +53,12 @@ const watch = {
     slot[SLOT.seq]++;
   },
 };
-const engine = new Engine(limits, { watch, progress: slotBuffer, onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes) });
+
+// the validation worker needs the TypeScript compiler for every request: load it before the
+// baseline the memory bounds are measured from, so it counts as this worker's own
+if (process.env[ROLE_ENV] === "validate") await import("./analyze.ts");
+const bounds = memoryBounds(limits, residentBytes());
+const engine = new Engine(limits, { watch, progress: slotBuffer, onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes), bounds });
 
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
   currentJob = req.id;
@@ -62,8 +70,8 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
         id: req.id,
         op: "validate",
         result: await engine.validate(req.source, { mock: req.mock }),
-        // a parse ran past its deadline and esbuild is still at it: this worker is to be replaced
-        ...(engine.spent ? { retire: true } : {}),
+        // a parse ran past its deadline and esbuild is still at it, or the worker holds too much memory: it is to be replaced
+        ...(engine.spent || engine.overgrown ? { retire: true } : {}),
       };
     case "stats":
       return {
@@ -94,12 +102,8 @@ process.on("disconnect", () => {
   process.exit(0);
 });
 
-// the validation worker needs the TypeScript compiler for every request: load it before the
-// baseline the watchdog measures memory against, so it counts as this worker's own
-if (process.env[ROLE_ENV] === "validate") await import("./analyze.ts");
-
 const watchdog = new Worker(new URL("./watchdog.ts", import.meta.url), {
-  workerData: { slot: slotBuffer, memoryMb: limits.memoryMb, baselineRss: process.memoryUsage.rss() } satisfies WatchdogOptions,
+  workerData: { slot: slotBuffer, memoryMb: limits.memoryMb, bounds } satisfies WatchdogOptions,
 });
 watchdog.unref();
 watchdog.on("error", (error) => {

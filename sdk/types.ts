@@ -16,9 +16,9 @@ export interface Grader {
   mode?: CombineMode;
   description: string;
   locked: boolean;
-  /** set while quarantined (the grader took its sandbox worker down 3 times in 10 minutes) */
+  /** set while quarantined (the grader took its sandbox worker down, or a judge's template went over its budget, 3 times in 10 minutes) */
   quarantinedAt: string | null;
-  /** worker-killing faults in the last 10 minutes */
+  /** faults (worker-killing runs; a judge's renders over budget) in the last 10 minutes */
   recentFaults: number;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
   warnings: string[];

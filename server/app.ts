@@ -274,13 +274,12 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   const secretsKey = bootstrapSecretsKey(config);
   const secrets = new Secrets(store.db, secretsKey && new SecretBox(secretsKey), parseGrants(config.secretGrants));
   const outbound = new OutboundGate({ perProject: config.outboundPerProject, total: config.outboundMax, maxWaiting: 100_000 });
-  const judges = new Judges(
-    dispatcher,
-    metrics,
-    (id) => store.modelById(id),
-    (model) => secrets.apiKey(model),
-    outbound,
-  );
+  const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id), {
+    apiKey: (model) => secrets.apiKey(model),
+    gate: outbound,
+    // a judge's template over its budget is a fault of its grader, recorded as a worker it took down is (onFault, below)
+    onFault: (graderId, reason) => onFault(graderId, reason),
+  });
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
   const grading = new Grading(
@@ -294,7 +293,8 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
 
-  // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
+  // a grader that takes its worker down (or a judge whose template goes over its budget) is recorded;
+  // the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     grading.recordFault(graderIdOf(graderId), reason).then(
       (quarantined) => {

@@ -14,9 +14,9 @@ import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
 import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
 
-export const quarantineDetail = (key: string, at: string) =>
-  `grader "${key}" is quarantined since ${at}: it took its sandbox worker down 3 times within 10 minutes. ` +
-  "Fix and re-create it, or release it (POST …/release) to try again";
+export const quarantineDetail = (key: string, at: string, kind: GraderRow["kind"]) =>
+  `grader "${key}" is quarantined since ${at}: ${kind === "judge" ? "its template went over its budget" : "it took its sandbox worker down"} ` +
+  "3 times within 10 minutes. Fix and re-create it, or release it (POST …/release) to try again";
 
 export class Grading {
   constructor(
@@ -30,7 +30,7 @@ export class Grading {
   /** fault writes in flight, by grader id */
   private readonly faultWrites = new Map<string, Set<Promise<boolean>>>();
 
-  /** Stores a fault of a grader (the pool saw it take its worker down); true when it quarantined the grader. */
+  /** Stores a fault of a grader (the pool saw it take its worker down, or its judge template went over its budget); true when it quarantined the grader. */
   recordFault(graderId: string, reason: string): Promise<boolean> {
     const write = this.store.recordFault(graderId, reason);
     const writes = this.faultWrites.get(graderId) ?? new Set<Promise<boolean>>();
@@ -44,7 +44,7 @@ export class Grading {
   }
 
   /** Resolves once the faults of this grader (and its parts) in flight are stored; other graders' are not waited for. */
-  private async faultsStored(row: GraderRow): Promise<void> {
+  async faultsStored(row: Pick<GraderRow, "id" | "parts">): Promise<void> {
     if (this.faultWrites.size === 0) return;
     const ids = [row.id, ...(row.parts?.map((p) => p.id) ?? [])];
     const pending = ids.flatMap((id) => [...(this.faultWrites.get(id) ?? [])]);
@@ -95,7 +95,7 @@ export class Grading {
 
   /** Grades with a grader row; `code` is the function grader's version to run (its current one, or a pinned one). */
   async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
     if (row.kind === "judge") return this.judges.grade(this.judgeTarget(row), threads);
     if (row.kind === "endpoint") return this.endpoints.grade(this.endpointTarget(row), threads);
     if (row.kind === "function") return this.pool.gradeBatch(code, threads);

@@ -122,8 +122,10 @@ export const Grader = z
     quarantinedAt: z
       .string()
       .nullable()
-      .describe("set while quarantined: the grader took its sandbox worker down 3 times in 10 minutes (POST …/release lifts it)"),
-    recentFaults: z.number().describe("worker-killing faults in the last 10 minutes"),
+      .describe(
+        "set while quarantined: the grader took its sandbox worker down (a judge: its template went over its budget) 3 times in 10 minutes (POST …/release lifts it)",
+      ),
+    recentFaults: z.number().describe("faults (worker-killing runs; a judge's renders over budget) in the last 10 minutes"),
     warnings: z.array(z.string()).describe("what the checks noticed without refusing the grader"),
     sourceSha256: z.string().describe("SHA-256 (hex) of the source, or of a configured grader's definition"),
     createdAt: z.string().describe("ISO 8601"),

@@ -73,7 +73,7 @@ export interface GraderRow {
   createdAt: string;
   updatedAt: string;
   quarantinedAt: string | null;
-  /** worker-killing faults in the last ten minutes */
+  /** faults in the last ten minutes: worker-killing runs, a judge's renders over budget */
   recentFaults: number;
 }
 
@@ -578,7 +578,7 @@ export class Store {
     });
   }
 
-  /** Records that a grader took its worker down; the third time in the window quarantines it (on every node). */
+  /** Records a grader's fault (it took its worker down, or its judge template went over budget); the third time in the window quarantines it (on every node). */
   recordFault(graderId: string, reason: string): Promise<boolean> {
     return this.db.tx(async (q, publish) => {
       const now = new Date();

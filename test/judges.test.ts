@@ -226,7 +226,7 @@ describe("binary judges and templates", () => {
     assert.equal(batch.status, 200);
     const [first, ...rest] = batch.body.results;
     assert.equal(first.error.code, "GRADER_ERROR");
-    assert.match(first.error.message, /renders more than 1000000/);
+    assert.match(first.error.message, /renders more than 1,000,000 characters/);
     for (const result of rest) {
       assert.equal(result.error.code, "GRADER_ERROR");
       assert.match(result.error.message, /not rendered for this thread: an earlier thread of this batch went over its budget/);

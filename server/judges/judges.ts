@@ -22,7 +22,7 @@ import {
 import { type ChatMessage, ModelClient, type Usage } from "./model-client.ts";
 import { firstJsonObject } from "./reply.ts";
 import type { JudgeSpec, ModelRow } from "./spec.ts";
-import { type CompiledTemplate, MAX_PROMPT_CHARS, TemplateError } from "./template.ts";
+import { BUDGET_TEXT, type CompiledTemplate, TemplateError } from "./template.ts";
 
 /** A judge grader as grading needs it. */
 export interface JudgeTarget {
@@ -48,17 +48,22 @@ export class Judges {
     private readonly metrics: Metrics,
     /** read once per model and process: a model never changes, and cannot be deleted while a grader uses it */
     private readonly loadModel: (id: string) => Promise<ModelRow>,
-    /** a model's API key, read from its project's secrets on every call */
-    private readonly apiKey: (model: ModelRow) => Promise<string | undefined> = async () => undefined,
-    /** the node's outbound calls, shared fairly between projects */
-    private readonly gate?: OutboundGate,
+    /** a model's API key, the node's outbound gate, and where a grader's fault goes (its template over its budget) */
+    private readonly options: {
+      /** a model's API key, read from its project's secrets on every call */
+      apiKey?: (model: ModelRow) => Promise<string | undefined>;
+      /** the node's outbound calls, shared fairly between projects */
+      gate?: OutboundGate;
+      /** counted towards the grader's quarantine like a worker it took down */
+      onFault?: (graderId: string, reason: string) => void;
+    } = {},
   ) {}
 
   private client(modelId: string): Promise<ModelClient> {
     let client = this.clients.get(modelId);
     if (!client) {
       client = this.loadModel(modelId).then(
-        (model) => new ModelClient(model, this.dispatcher, () => this.apiKey(model), this.gate?.for(model.project)),
+        (model) => new ModelClient(model, this.dispatcher, async () => this.options.apiKey?.(model), this.options.gate?.for(model.project)),
       );
       this.clients.set(modelId, client);
       client.catch(() => this.clients.delete(modelId));
@@ -86,9 +91,21 @@ export class Judges {
   /** The (first) prompt the judge sends for `thread`; throws TemplateError or ThreadUnfit. */
   prompt(target: JudgeTarget, thread: WireThread): ChatMessage[] {
     const { spec } = target;
-    if (spec.type === "binary") return binaryPrompt(spec, this.template(target), thread);
     if (spec.type === "rubric") return rubricPrompt(spec, thread);
-    return prebuiltFirstPrompt(spec, thread);
+    if (spec.type === "prebuilt") return prebuiltFirstPrompt(spec, thread);
+    try {
+      return binaryPrompt(spec, this.template(target), thread);
+    } catch (error) {
+      this.faultIfOverBudget(target, error);
+      throw error;
+    }
+  }
+
+  /** A render over its budget is the grader's fault: one per request, however many of its threads would have gone over. */
+  private faultIfOverBudget(target: JudgeTarget, error: unknown): boolean {
+    if (!(error instanceof TemplateError && error.overBudget)) return false;
+    this.options.onFault?.(target.id, error.message);
+    return true;
   }
 
   async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
@@ -114,10 +131,11 @@ export class Judges {
             return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
           } catch (error) {
             const item = judgeItemError(error);
-            if (error instanceof TemplateError && error.overBudget) {
+            // one fault per batch: the items after it are not rendered
+            if (!budgetBlown && this.faultIfOverBudget(target, error)) {
               budgetBlown = {
                 code: item.code,
-                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${MAX_PROMPT_CHARS}`,
+                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${BUDGET_TEXT} characters`,
               };
             }
             return { error: item };

@@ -1,9 +1,12 @@
 // Judge prompt templates: Handlebars in strict mode, with the built-in block helpers only, no
 // partials, no decorators, no prototype access. A template is a project's text, rendered in the
 // API process, so it is treated as hostile: it is compiled once, checked before it is stored,
-// and every render is metered (each block's every pass and every character it emits are
-// charged), so a template cannot make the server do work beyond MAX_PROMPT_CHARS units whatever
-// thread it is given: `{{#each turns}}{{#each ../turns}}…` on 1,000 turns stops at the budget.
+// and every render is metered, each unit charged BEFORE the work is done: every block pass, and
+// every string appended to the output (static text, `{{{x}}}`, a block's result, and `{{x}}` by
+// the length of its escaped form, counted before escaping). So a render does at most
+// MAX_PROMPT_CHARS units of work and allocates at most that many characters, whatever the
+// template and thread: `{{#each turns}}{{#each ../turns}}…` on 1,000 turns, or `{{completion}}`
+// 1,170 times on a completion of 1,000,000 `&` (5 characters each once escaped), stop there.
 
 import Handlebars from "handlebars";
 import type { WireThread, WireTurn } from "../../sdk/thread.ts";
@@ -31,6 +34,18 @@ export class TemplateError extends Error {
   }
 }
 
+/** "1,000,000": the budget as the messages name it */
+export const BUDGET_TEXT = MAX_PROMPT_CHARS.toLocaleString("en-US");
+
+/** The render went over its budget: the template's fault on this thread (the same on any thread as large). */
+export const overBudget = () =>
+  new TemplateError(
+    `the template renders more than ${BUDGET_TEXT} characters (or passes) for this thread, its budget; it stopped there`,
+    undefined,
+    undefined,
+    true,
+  );
+
 interface Meter {
   left: number;
   perPass: number;
@@ -38,18 +53,54 @@ interface Meter {
 // rendering is synchronous: the meter of the render in progress
 let meter: Meter | null = null;
 
-function charge(units: number): void {
-  if (!meter) return;
-  meter.left -= units;
-  if (meter.left < 0) {
-    throw new TemplateError(
-      `the template renders more than ${MAX_PROMPT_CHARS} characters (or passes) for this thread; it stopped there`,
-      undefined,
-      undefined,
-      true,
-    );
-  }
+/** Throws unless `units` more fit in the budget; charges nothing. */
+function afford(units: number): void {
+  if (meter && units > meter.left) throw overBudget();
 }
+
+function charge(units: number): void {
+  afford(units);
+  if (meter) meter.left -= units;
+}
+
+// what escaping adds per character (`&` → `&amp;`: 4 more), read from Handlebars' own escaping
+const ESCAPE_EXTRA = new Uint8Array(128);
+for (const c of "&<>\"'`=") ESCAPE_EXTRA[c.charCodeAt(0)] = Handlebars.Utils.escapeExpression(c).length - 1;
+const ESCAPABLE = /[&<>"'`=]/;
+
+/** The length of `s` once escaped, counted without building it. */
+export function escapedLength(s: string): number {
+  if (!ESCAPABLE.test(s)) return s.length;
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 128) n += ESCAPE_EXTRA[c];
+  }
+  return n;
+}
+
+/**
+ * What compiled templates append their output through (see MeteredCompiler): a string is charged
+ * its length before it joins the output, and `{{x}}` the length of its escaped form before it is
+ * escaped (its scan is bounded by the budget left: the escaped form is never shorter).
+ */
+const output = {
+  raw(value: unknown): string {
+    const s = typeof value === "string" ? value : `${value}`;
+    charge(s.length);
+    return s;
+  },
+  escaped(value: unknown): string {
+    if (value == null) return "";
+    if (typeof value === "object" && "toHTML" in value) return output.raw(Handlebars.Utils.escapeExpression(value as never));
+    const s = typeof value === "string" ? value : `${value}`;
+    afford(s.length);
+    charge(escapedLength(s));
+    return Handlebars.Utils.escapeExpression(s);
+  },
+};
+// a helper's name no template can use (a space; and knownHelpersOnly refuses unknown helpers)
+const OUTPUT = " output";
 
 const env = Handlebars.create();
 // Handlebars' parser drops the position of a syntax error; keep it (the parser is this module's alone)
@@ -69,17 +120,43 @@ for (const name of ["if", "unless", "each", "with", "blockHelperMissing"]) {
   });
 }
 
-/** A block's program that charges for each pass and for what it produced. */
+/** A block's program that charges for each pass (what it produces is charged as it is appended). */
 function metered(program: HelperFn | undefined): HelperFn | undefined {
   if (typeof program !== "function") return program;
   const wrapped = function (this: unknown, ...args: unknown[]) {
     charge(meter?.perPass ?? 1);
-    const out = program.apply(this, args);
-    charge(typeof out === "string" ? out.length : 0);
-    return out;
+    return program.apply(this, args);
   };
   return Object.assign(wrapped, program);
 }
+
+// Handlebars appends escaped values through `container.escapeExpression`, which is its shared
+// Utils' (not this environment's), and raw values, static text and blocks' results with a bare
+// `buffer += …`: no runtime hook sees them all. Its code generator has one place that emits
+// every append, appendToBuffer, and one for escaping, appendEscaped; ours route both through
+// `output`, registered as a helper object (compiled code reaches only its arguments: container,
+// context, helpers, …).
+type Code = unknown;
+interface CodeGenerator {
+  appendToBuffer(source: Code, location?: unknown, explicit?: boolean): Code;
+  popStack(): Code;
+  pushSource(source: Code): void;
+}
+const handlebarsCompiler = (env as unknown as { JavaScriptCompiler: new () => CodeGenerator }).JavaScriptCompiler;
+const outputRef = `helpers[${JSON.stringify(OUTPUT)}]`;
+class MeteredCompiler extends handlebarsCompiler {
+  override appendToBuffer(source: Code, location?: unknown, explicit?: boolean): Code {
+    return super.appendToBuffer([`${outputRef}.raw(`, source, ")"], location, explicit);
+  }
+  appendEscaped(): void {
+    // escaped() charges its own output: appended as is
+    this.pushSource(super.appendToBuffer([`${outputRef}.escaped(`, this.popStack(), ")"]));
+  }
+}
+// blocks' programs are compiled by `new this.compiler()`: ours too
+(MeteredCompiler.prototype as unknown as { compiler: unknown }).compiler = MeteredCompiler;
+(env as unknown as { JavaScriptCompiler: unknown }).JavaScriptCompiler = MeteredCompiler;
+env.registerHelper(OUTPUT, output as never);
 
 interface Node {
   type: string;
@@ -113,8 +190,13 @@ function inspect(ast: Node): number {
   return statements;
 }
 
+/** What a render was charged, in units of MAX_PROMPT_CHARS (filled in when the render ends, over budget or not). */
+export interface RenderCost {
+  units: number;
+}
+
 export interface CompiledTemplate {
-  render(variables: TemplateVariables): string;
+  render(variables: TemplateVariables, cost?: RenderCost): string;
 }
 
 /** Parses and compiles a template, or throws TemplateError with the position of the fault. */
@@ -135,16 +217,18 @@ export function compileTemplate(source: string): CompiledTemplate {
     throw asTemplateError(error);
   }
   return {
-    render(variables) {
-      meter = { left: MAX_PROMPT_CHARS, perPass };
+    render(variables, cost) {
+      const running: Meter = { left: MAX_PROMPT_CHARS, perPass };
+      meter = running;
       try {
-        const out = fn(variables, RUNTIME_OPTIONS);
-        charge(out.length);
-        return out;
+        // every character of the output was charged as it was appended; the top level's one pass is
+        // not (its work is bounded by the template's size), so a prompt may be all of MAX_PROMPT_CHARS
+        return fn(variables, RUNTIME_OPTIONS);
       } catch (error) {
         throw asTemplateError(error);
       } finally {
         meter = null;
+        if (cost) cost.units = MAX_PROMPT_CHARS - running.left;
       }
     },
   };
@@ -153,7 +237,8 @@ export function compileTemplate(source: string): CompiledTemplate {
 /** Handlebars errors carry a 1-based line and a 0-based column; ours are both 1-based. */
 function asTemplateError(error: unknown): TemplateError {
   if (error instanceof TemplateError) return error;
-  if (error instanceof RangeError) return new TemplateError(`the template's output is too large: ${error.message}`);
+  // a string or stack past V8's limits: the meter should have stopped it first, and it is the budget's all the same
+  if (error instanceof RangeError) return overBudget();
   const e = error as {
     message?: string;
     lineNumber?: number;

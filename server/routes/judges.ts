@@ -188,7 +188,8 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         summary: "Show a judge's prompt",
         description:
           "The messages a judge grader would send its model for the thread (its first request); nothing is sent. Another kind of " +
-          "grader answers 400; a template that fails on the thread 422 GRADER_ERROR; a thread the judge cannot grade 422 INVALID_THREAD.",
+          "grader answers 400; a template that fails on the thread 422 GRADER_ERROR (over its render budget of 1,000,000 characters, " +
+          "also a fault of the grader, as when grading); a thread the judge cannot grade 422 INVALID_THREAD.",
         params: GraderParams,
         body: z.object({ thread: Thread }).describe("the thread to render the prompt for"),
         response: {
@@ -221,6 +222,8 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         return { messages: grading.judges.prompt(grading.judgeTarget(row), req.body.thread) };
       } catch (error) {
         if (!(error instanceof TemplateError || error instanceof ThreadUnfit)) throw error;
+        // over its budget, the render was a fault of the grader: answered once it is stored, as grading does
+        await grading.faultsStored(row);
         const { code, message, line, column } = judgeItemError(error);
         throw new AppError(code, message, line === undefined ? {} : { line, column });
       }
