@@ -58,7 +58,7 @@ const NEIGHBOUR_SOURCE = `async function grade(thread) {
 }`;
 /** A grading call may grow its worker by 2× its heap limit + 64 MB before the worker's watchdog stops it (README, Security model). */
 const CALL_GROWTH_MB = 2 * Number(CONFIG.GRADEBOX_MEMORY_MB) + 64;
-/** A worker's own resident set before any grader: Node, isolated-vm, the prelude (about 100–130 MB here), with room. */
+/** A sandbox worker's own resident set: Node, isolated-vm, the prelude (the validation worker's, with TypeScript, peaks at ~220 MB here), with room. */
 const WORKER_BASE_MB = 256;
 const TARGETS = {
   healthzMaxMs: 300,
@@ -757,7 +757,15 @@ async function main(): Promise<void> {
     if (row.fewerWorkers.length > 0)
       log(`    fewer workers ready (s since start: ms, ready): ${row.fewerWorkers.map((d) => `${d.t}: ${d.ms} (${d.ready})`).join(", ")}`);
     log(`    probe thread's own worst timer lag ${row.probeLagMaxMs} ms; load average ${loadAvg} at the start`);
-    for (const e of row.serverEvents) log(`    server ${e.t} s: ${e.msg} (${e.detail})`);
+    // one line per kind of event: a grader quarantined again and again is one line with its count
+    const events = new Map<string, { t: number; n: number }>();
+    for (const e of row.serverEvents) {
+      const kind = `${e.msg} (${e.detail.replace(/^pid \d+ /, "")})`;
+      const seen = events.get(kind);
+      if (seen) seen.n++;
+      else events.set(kind, { t: e.t, n: 1 });
+    }
+    for (const [kind, { t, n }] of events) log(`    server ${t} s${n > 1 ? ` and ${n - 1} more times` : ""}: ${kind}`);
     return row;
   }
 
