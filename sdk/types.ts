@@ -16,9 +16,9 @@ export interface Grader {
   mode?: CombineMode;
   description: string;
   locked: boolean;
-  /** set while quarantined (the grader took its sandbox worker down 3 times in 10 minutes) */
+  /** set while quarantined (the grader took its sandbox worker down, or an endpoint went over its metadata check's budget, 3 times in 10 minutes) */
   quarantinedAt: string | null;
-  /** worker-killing faults in the last 10 minutes */
+  /** faults in the last 10 minutes (calls that took a worker down, endpoint metadata checks over budget) */
   recentFaults: number;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
   warnings: string[];

@@ -269,12 +269,14 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id));
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const grading = new Grading(store, pool, metrics, judges, new Endpoints(endpointDispatcher, metrics));
+  // an endpoint whose metadata schema check goes over budget is at fault, as a grader that kills its worker
+  const endpoints = new Endpoints(endpointDispatcher, metrics, (graderId, reason) => onFault(graderId, reason));
+  const grading = new Grading(store, pool, metrics, judges, endpoints);
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
 
-  // a grader that takes its worker down is recorded; the third time in 10 minutes quarantines it
+  // a grader that takes its worker down (or an endpoint over its schema budget) is recorded; the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     grading.recordFault(graderIdOf(graderId), reason).then(
       (quarantined) => {

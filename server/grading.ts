@@ -14,8 +14,8 @@ import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
 import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
 
-export const quarantineDetail = (key: string, at: string) =>
-  `grader "${key}" is quarantined since ${at}: it took its sandbox worker down 3 times within 10 minutes. ` +
+export const quarantineDetail = (key: string, at: string, kind?: string) =>
+  `grader "${key}" is quarantined since ${at}: ${kind === "endpoint" ? "checking metadata against its metadata schema went over budget" : "it took its sandbox worker down"} 3 times within 10 minutes. ` +
   "Fix and re-create it, or release it (POST …/release) to try again";
 
 export class Grading {
@@ -95,7 +95,7 @@ export class Grading {
 
   /** Grades with a grader row; `code` is the function grader's version to run (its current one, or a pinned one). */
   async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt));
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
     if (row.kind === "judge") return this.judges.grade(this.judgeTarget(row), threads);
     if (row.kind === "endpoint") return this.endpoints.grade(this.endpointTarget(row), threads);
     if (row.kind === "function") return this.pool.gradeBatch(code, threads);

@@ -122,8 +122,10 @@ export const Grader = z
     quarantinedAt: z
       .string()
       .nullable()
-      .describe("set while quarantined: the grader took its sandbox worker down 3 times in 10 minutes (POST …/release lifts it)"),
-    recentFaults: z.number().describe("worker-killing faults in the last 10 minutes"),
+      .describe(
+        "set while quarantined: the grader took its sandbox worker down (an endpoint grader: went over its metadata schema check's budget) 3 times in 10 minutes (POST …/release lifts it)",
+      ),
+    recentFaults: z.number().describe("faults in the last 10 minutes: calls that took a worker down, metadata schema checks over budget"),
     warnings: z.array(z.string()).describe("what the checks noticed without refusing the grader"),
     sourceSha256: z.string().describe("SHA-256 (hex) of the source, or of a configured grader's definition"),
     createdAt: z.string().describe("ISO 8601"),

@@ -15,6 +15,7 @@ import type { Metrics } from "../metrics.ts";
 import { MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
 import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
+import { SchemaBudgetExceeded, SchemaMeter } from "./metered-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
 import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
@@ -43,6 +44,8 @@ export class Endpoints {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly metrics: Metrics,
+    /** a grader's fault (its metadata schema check went over budget), counted towards its quarantine */
+    private readonly onFault?: (graderId: string, reason: string) => void,
   ) {}
 
   /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
@@ -102,12 +105,7 @@ export class Endpoints {
     const { upstream, check } = this.handle(target);
     const label = `${target.project}/${target.key}`;
     const outcomes: GradeOutcome[] = new Array(threads.length);
-    const pending: number[] = [];
-    for (let i = 0; i < threads.length; i++) {
-      const problem = check?.(threads[i].metadata ?? {});
-      if (problem) outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
-      else pending.push(i);
-    }
+    const pending = check ? await this.checkMetadata(target, check, threads, outcomes) : threads.map((_, i) => i);
     const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: String(i) });
     // one call per chunk (/batch_score) or per thread (/score); a call's failure is its items' error
     const calls: number[][] = [];
@@ -132,6 +130,58 @@ export class Endpoints {
       }),
     );
     return outcomes;
+  }
+
+  /**
+   * Checks each thread's metadata against the endpoint's schema under one meter for the batch;
+   * answers the indexes that passed. A thread refused gets INVALID_METADATA; a check over budget
+   * is the endpoint's fault (its schema, the tenant's metadata): recorded once, and the rest of
+   * the batch fails without being checked.
+   */
+  private async checkMetadata(
+    target: EndpointTarget,
+    check: MetadataCheck,
+    threads: readonly WireThread[],
+    outcomes: GradeOutcome[],
+  ): Promise<number[]> {
+    const meter = new SchemaMeter();
+    const counts = { ok: 0, refused: 0, over_budget: 0, not_checked: 0 };
+    const pending: number[] = [];
+    let blown: string | undefined;
+    let yielded = 0;
+    for (let i = 0; i < threads.length; i++) {
+      // a batch's budget is a few threads' worth: other requests get the event loop in between
+      if (meter.units - yielded >= meter.perThread) {
+        await new Promise(setImmediate);
+        yielded = meter.units;
+      }
+      if (blown) {
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: blown } };
+        counts.not_checked++;
+        continue;
+      }
+      meter.startThread();
+      let problem: string | undefined;
+      try {
+        problem = check(threads[i].metadata ?? {}, meter);
+      } catch (error) {
+        if (!(error instanceof SchemaBudgetExceeded)) throw error;
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: overBudget(error) } };
+        counts.over_budget++;
+        blown = `not checked: an earlier thread of this batch went over the ${error.scope} budget of the endpoint's metadata schema check (${error.limit} units of work)`;
+        this.onFault?.(target.id, `its metadata schema check went over its ${error.scope} budget of ${error.limit} units`);
+        continue;
+      }
+      if (problem) {
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
+        counts.refused++;
+      } else {
+        pending.push(i);
+        counts.ok++;
+      }
+    }
+    this.metrics.endpointSchemaCheck(`${target.project}/${target.key}`, meter.units, counts);
+    return pending;
   }
 
   private async batchScore(spec: EndpointSpec, requests: ScoreRequest[], signal: AbortSignal): Promise<GradeOutcome[]> {
@@ -200,6 +250,12 @@ export class Endpoints {
   }
 }
 
+const overBudget = (e: SchemaBudgetExceeded) =>
+  e.scope === "thread"
+    ? `checking this thread's metadata against the endpoint's metadata schema took more than ${e.limit} units of work ` +
+      "(a unit: one schema keyword applied to one value); send less metadata or have the endpoint publish a simpler schema"
+    : `checking this batch's metadata against the endpoint's metadata schema took more than ${e.limit} units of work in all ` +
+      "(a unit: one schema keyword applied to one value); send smaller batches or less metadata";
 const invalid = (message: string) => new UpstreamError("invalid", message);
 const issue = (error: { issues: Array<{ path: PropertyKey[]; message: string }> }) => {
   const first = error.issues[0];
