@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
 import { call, startServer, type TestServer } from "./helpers.ts";
 
 const P = "/v1/projects/bounds";
@@ -224,5 +225,85 @@ describe("the metadata schema's check is metered", () => {
       ],
     );
     assert.deepEqual(rewards.calls, ["/batch_score"]);
+  });
+});
+
+describe("replies are bounded before they are parsed", () => {
+  test("1.2 M responses to 2 requests: ENDPOINT_INVALID_RESPONSE, and the reply stopped being read early", async () => {
+    await endpoint("flood", undefined);
+    rewards.reply = () => ({
+      body: function* () {
+        yield '{"responses": [';
+        for (let i = 0; i < 1_200_000; i++) yield i ? ',{"reward":0}' : '{"reward":0}';
+        yield "]}";
+      },
+    });
+    const results = await grade("flood", [thread(), thread()]);
+    for (const r of results) {
+      assert.equal(r.error?.code, "ENDPOINT_INVALID_RESPONSE");
+      assert.equal(r.error?.message, "/batch_score answered more than 2 responses to 2 requests");
+    }
+    const [sent] = rewards.streamed;
+    await sent.closed;
+    assert.ok(sent.total > 15_000_000, `${sent.total} bytes`);
+    assert.ok(sent.closedEarly, "the client dropped the connection");
+    // what left the server is what the kernel's socket buffers took (≈ 4 MB here) before the client left
+    assert.ok(sent.written < sent.total, `${sent.written} of ${sent.total} bytes left the server`);
+  });
+
+  test("a reply is read to what n responses could need (≈ 97 KiB each): a long one is refused there", async () => {
+    await endpoint("long", undefined);
+    // valid JSON, 300 KB of it: within the old 16 MB, past the cap for one request
+    const padded = `{"reward": 1, "metadata": {"pad": "${"x".repeat(300_000)}"}}`;
+    rewards.reply = () => ({ body: () => [padded] });
+    const [r] = await grade("long", [thread()]);
+    assert.equal(r.error?.code, "ENDPOINT_INVALID_RESPONSE");
+    assert.equal(
+      r.error?.message,
+      "/batch_score answered over 103424 bytes, more than a valid reply to this request can need; no more is read",
+    );
+  });
+
+  test("a gzip bomb is capped as decoded: 64 MB of whitespace in 64 KB of gzip is refused at the cap", async () => {
+    await endpoint("gzip", undefined);
+    // valid JSON once decoded: the old reader parsed all 64 MB of it
+    const bomb = gzipSync(
+      Buffer.concat([Buffer.from('{"responses": [{"reward": 1}]'), Buffer.alloc(64 * 1024 * 1024, 0x20), Buffer.from("}")]),
+    );
+    assert.ok(bomb.length < 100_000);
+    rewards.reply = () => ({ gzip: bomb });
+    const [r] = await grade("gzip", [thread()]);
+    assert.equal(r.error?.code, "ENDPOINT_INVALID_RESPONSE");
+    assert.match(r.error?.message ?? "", /^\/batch_score answered over 103424 bytes/);
+  });
+
+  test("a normal reply, and a compressed one, keep working", async () => {
+    await endpoint("fine", undefined);
+    assert.deepEqual(await grade("fine", [thread(), thread()]), [{ score: 0.5 }, { score: 0.5 }]);
+    rewards.reply = (_path, body) => ({
+      gzip: gzipSync(JSON.stringify({ responses: (body.requests ?? []).map((q) => ({ reward: 0.25, metadata: { k: "é" }, id: q.id })) })),
+    });
+    assert.deepEqual(await grade("fine", [thread(), thread()]), [
+      { score: 0.25, metadata: { k: "é" } },
+      { score: 0.25, metadata: { k: "é" } },
+    ]);
+  });
+
+  test("registration reads /info and /metadata_schema to a small cap", async () => {
+    const info = rewards.info;
+    try {
+      rewards.info = JSON.stringify({ version: "1", name: "x", description: "d".repeat(70_000) });
+      const big = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "bigprobe", url: rewards.url });
+      assert.equal(big.status, 422);
+      assert.match(big.body.message, /GET \/info: \/info answered over 65536 bytes/);
+      rewards.info = info;
+      rewards.schema = JSON.stringify({ type: "object", description: "d".repeat(140_000) });
+      const schema = await call(s.app, "POST", `${P}/graders/external-endpoint`, { key: "bigprobe", url: rewards.url });
+      assert.equal(schema.status, 422);
+      assert.match(schema.body.message, /GET \/metadata_schema: \/metadata_schema answered over 131072 bytes/);
+    } finally {
+      rewards.info = info;
+      rewards.schema = undefined;
+    }
   });
 });

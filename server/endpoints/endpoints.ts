@@ -12,15 +12,28 @@ import type { WireThread } from "../../sdk/thread.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
-import { MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
+import { MAX_METADATA_DEPTH } from "../schemas.ts";
 import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
-import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
+import { compileMetadataSchema, MAX_SCHEMA_BYTES, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
 import { SchemaBudgetExceeded, SchemaMeter } from "./metered-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
+import { readReply } from "./reply.ts";
 import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
-/** A reply body of an endpoint, at most (the dispatcher stops there). */
+/** A reply body of an endpoint, at most (the dispatcher stops there; a reply's own cap is lower: replyBytes). */
 export const MAX_ENDPOINT_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes one response of a reply may need: its metadata is at most MAX_RESULT characters of JSON,
+ * and a character may take 6 bytes on the wire (a \uXXXX escape, as Python's json.dumps writes
+ * any non-ASCII one); 1 KiB more for the reward, the id, the keys and whitespace.
+ */
+const RESPONSE_BYTES = 6 * MAX_RESULT + 1024;
+/** A reply to n requests, at most: n responses and the envelope (2 requests: 202 KB, not 16 MB). */
+export const replyBytes = (n: number) => Math.min(MAX_ENDPOINT_RESPONSE_BYTES, n * RESPONSE_BYTES + 4096);
+/** GET /info: three strings of at most 10,512 characters in all, escaped or not */
+const INFO_BYTES = 64 * 1024;
+/** GET /metadata_schema: its compact JSON is at most 16 KiB; room for indentation and escapes */
+const SCHEMA_BYTES = 8 * MAX_SCHEMA_BYTES;
 /** endpoint graders kept ready per process (their Upstream and compiled metadata check) */
 const MAX_HANDLES = 1000;
 /** An endpoint's answer nests at most this deep: its metadata as a thread's may, plus the envelope. */
@@ -58,17 +71,17 @@ export class Endpoints {
       throw new AppError("VALIDATION_FAILED", `endpoint check failed: ${message}`, { check: "endpoint", message });
     };
     const upstream = new Upstream(`endpoint ${create.url}`, { maxConcurrency: 1, timeoutMs: create.timeoutMs, retries: 0 });
-    const get = async (path: string, allow404: boolean) => {
+    const get = async (path: string, allow404: boolean, maxBytes: number) => {
       try {
-        return await upstream.call((signal) => this.send("GET", create, path, undefined, signal, allow404));
+        return await upstream.call((signal) => this.send("GET", create, path, undefined, signal, allow404, maxBytes));
       } catch (error) {
         if (error instanceof UpstreamError && error.kind === "denied") throw new AppError("EGRESS_DENIED", `url: ${error.message}`);
         return refuse(`GET ${path}: ${(error as Error).message}`);
       }
     };
-    const info = Info.safeParse(await get("/info", false));
+    const info = Info.safeParse(await get("/info", false, INFO_BYTES));
     if (!info.success) refuse(`GET /info must answer {version, name, description} (strings, nothing else): ${issue(info.error)}`);
-    const schema = await get("/metadata_schema", true);
+    const schema = await get("/metadata_schema", true, SCHEMA_BYTES);
     if (schema !== undefined) {
       try {
         compileMetadataSchema(schema);
@@ -185,7 +198,8 @@ export class Endpoints {
   }
 
   private async batchScore(spec: EndpointSpec, requests: ScoreRequest[], signal: AbortSignal): Promise<GradeOutcome[]> {
-    const parsed = BatchScoreResponse.safeParse(await this.send("POST", spec, "/batch_score", { requests }, signal, false));
+    const reply = await this.send("POST", spec, "/batch_score", { requests }, signal, false, replyBytes(requests.length), requests.length);
+    const parsed = BatchScoreResponse.safeParse(reply);
     if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
     const { responses } = parsed.data;
     if (responses.length !== requests.length)
@@ -194,12 +208,16 @@ export class Endpoints {
   }
 
   private async score(spec: EndpointSpec, request: ScoreRequest, signal: AbortSignal): Promise<GradeOutcome[]> {
-    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false));
+    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, replyBytes(1)));
     if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
     return [scored(parsed.data, request.id as string)];
   }
 
-  /** One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404. */
+  /**
+   * One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404.
+   * The body is read to at most maxBytes, with at most maxItems responses (readReply), before
+   * it is parsed.
+   */
   private async send(
     method: "GET" | "POST",
     spec: Pick<EndpointCreate, "url" | "headersEnv">,
@@ -207,6 +225,8 @@ export class Endpoints {
     body: unknown,
     signal: AbortSignal,
     allow404: boolean,
+    maxBytes: number,
+    maxItems?: number,
   ): Promise<unknown> {
     const headers: Record<string, string> = { accept: "application/json" };
     for (const [name, env] of Object.entries(spec.headersEnv ?? {})) {
@@ -233,7 +253,8 @@ export class Endpoints {
           response.status >= 300 && response.status < 400 ? " (redirects are not followed: register the URL it points to)" : "";
         throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}${redirected}`, response.headers);
       }
-      text = await response.text();
+      // size, nesting and the count of responses, checked as it streams: before JSON.parse, zod or any recursive walk
+      text = await readReply(response.body, path, { maxBytes, maxDepth: MAX_ANSWER_DEPTH, maxItems });
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw transportError(error, signal.aborted, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
@@ -244,8 +265,6 @@ export class Endpoints {
     } catch {
       throw invalid(`${path} answered a body that is not JSON (or uses __proto__ / constructor.prototype keys)`);
     }
-    // before anything walks it recursively (JSON.stringify of the metadata, the schema compiler)
-    if (nestsDeeperThan(value, MAX_ANSWER_DEPTH)) throw invalid(`${path} answered JSON nested more than ${MAX_ANSWER_DEPTH} levels deep`);
     return value;
   }
 }
