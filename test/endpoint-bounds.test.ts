@@ -7,6 +7,9 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
+import { egressAgent, egressPolicy } from "../server/egress.ts";
+import { MAX_RESPONSE_BYTES, ModelClient } from "../server/judges/model-client.ts";
+import { UpstreamError } from "../server/upstream.ts";
 import { call, startServer, type TestServer } from "./helpers.ts";
 
 const P = "/v1/projects/bounds";
@@ -304,6 +307,34 @@ describe("replies are bounded before they are parsed", () => {
     } finally {
       rewards.info = info;
       rewards.schema = undefined;
+    }
+  });
+});
+
+describe("model replies", () => {
+  test("are capped as decoded too: a gzip bomb is refused at 1 MB, not read whole", async () => {
+    const completion = '{"choices": [{"message": {"content": "yes"}}]';
+    const bomb = gzipSync(Buffer.concat([Buffer.from(completion), Buffer.alloc(64 * 1024 * 1024, 0x20), Buffer.from("}")]));
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(bomb));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const agent = egressAgent(egressPolicy("127.0.0.1/32"), { maxResponseSize: MAX_RESPONSE_BYTES });
+    try {
+      const port = (server.address() as { port: number }).port;
+      const client = new ModelClient(
+        { id: "m", project: "p", key: "m", baseURL: `http://127.0.0.1:${port}/v1`, model: "x", maxConcurrency: 1, timeoutMs: 10_000 },
+        agent,
+      );
+      await assert.rejects(
+        client.chat([{ role: "user", content: "hi" }]),
+        (e) => e instanceof UpstreamError && e.kind === "invalid" && /over 1048576 bytes/.test(e.message),
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await agent.close();
     }
   });
 });
