@@ -16,9 +16,9 @@ export interface Grader {
   mode?: CombineMode;
   description: string;
   locked: boolean;
-  /** set while quarantined (the grader took its sandbox worker down, or a judge's template went over its budget, 3 times in 10 minutes) */
+  /** set while quarantined (the grader took its sandbox worker down, a judge's template or an endpoint's metadata check went over its budget, 3 times in 10 minutes) */
   quarantinedAt: string | null;
-  /** faults (worker-killing runs; a judge's renders over budget) in the last 10 minutes */
+  /** faults in the last 10 minutes (calls that took a worker down; a judge's renders and an endpoint's metadata checks over budget) */
   recentFaults: number;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
   warnings: string[];
