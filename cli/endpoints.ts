@@ -8,7 +8,10 @@ import { type ApiOptions, client, nameValue, printJson, run, wholeNumber, withAp
 /** An endpoint's definition, as `get` shows it. */
 export function describeEndpoint(e: EndpointDefinition): string {
   const batching = e.batch ? `batch ${e.batchSize} per /batch_score call` : "no batching (/score per thread)";
-  const headers = Object.entries(e.headersEnv ?? {}).map(([name, env]) => `\n  header ${name} from ${env}`);
+  const headers = [
+    ...Object.entries(e.headersSecret ?? {}).map(([name, secret]) => `\n  header ${name} from secret ${secret}`),
+    ...Object.entries(e.headersEnv ?? {}).map(([name, env]) => `\n  header ${name} from ${env}`),
+  ];
   return (
     `  endpoint ${e.url}\n  ${batching}, concurrency ${e.maxConcurrency}, timeout ${e.timeoutMs}ms${headers.join("")}` +
     `\n  info: ${e.info.name} ${e.info.version}${e.info.description ? ` (${e.info.description})` : ""}` +
@@ -27,8 +30,14 @@ export function addEndpointCommands(program: Command): void {
       .argument("<key>", "the grader key")
       .requiredOption("--url <url>", "the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema")
       .option(
+        "--header-secret <name=secret>",
+        "a request header whose value is a project secret (see `gradebox secrets set`), e.g. Authorization=rm-token (repeatable)",
+        nameValue("Name=secret"),
+        {} as Record<string, string>,
+      )
+      .option(
         "--header <name=var>",
-        "a request header whose value comes from a server environment variable, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
+        "a request header whose value is a server environment variable the operator granted to this project, e.g. Authorization=GRADEBOX_SECRET_REWARD (repeatable)",
         nameValue("Name=GRADEBOX_SECRET_VAR"),
         {} as Record<string, string>,
       )
@@ -45,6 +54,7 @@ export function addEndpointCommands(program: Command): void {
         server?: string;
         url: string;
         header: Record<string, string>;
+        headerSecret: Record<string, string>;
         timeoutMs?: number;
         batch: boolean;
         batchSize?: number;
@@ -57,6 +67,7 @@ export function addEndpointCommands(program: Command): void {
         const g = await client(api).graders.create.externalEndpoint({
           key,
           url: opts.url,
+          headersSecret: Object.keys(opts.headerSecret).length ? opts.headerSecret : undefined,
           headersEnv: Object.keys(opts.header).length ? opts.header : undefined,
           timeoutMs: opts.timeoutMs,
           batch: opts.batch,

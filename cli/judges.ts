@@ -22,7 +22,8 @@ const PREBUILT: PrebuiltJudgeType[] = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANS
 const CANNOT_ASSESS: CannotAssessStrategy[] = ["skip", "zero", "partial", "fail"];
 
 function describeModel(m: Model): string {
-  const extras = [`concurrency ${m.maxConcurrency}`, `timeout ${m.timeoutMs}ms`, m.apiKeyEnv ? `key from ${m.apiKeyEnv}` : "no key"];
+  const key = m.apiKeySecret ? `key from secret ${m.apiKeySecret}` : m.apiKeyEnv ? `key from ${m.apiKeyEnv}` : "no key";
+  const extras = [`concurrency ${m.maxConcurrency}`, `timeout ${m.timeoutMs}ms`, key];
   return `${m.key.padEnd(20)} ${m.model.padEnd(24)} ${m.baseURL}  (${extras.join(", ")})`;
 }
 
@@ -42,19 +43,33 @@ export function addJudgeCommands(program: Command): void {
     .argument("<key>", "the model key judges refer to")
     .requiredOption("--base-url <url>", "the API root before /chat/completions, e.g. http://vllm.internal:8000/v1")
     .requiredOption("--model <name>", "the model name sent in each request")
-    .option("--api-key-env <var>", "a server environment variable (GRADEBOX_SECRET_…) holding the API key")
+    .option("--api-key-secret <name>", "the project secret holding the API key (see `gradebox secrets set`)")
+    .addOption(
+      new Option(
+        "--api-key-env <var>",
+        "instead: a server environment variable (GRADEBOX_SECRET_…) holding the API key, which the operator granted to this project",
+      ).conflicts("apiKeySecret"),
+    )
     .option("--max-concurrency <n>", "requests in flight at once (default 8)", wholeNumber)
     .option("--timeout-ms <n>", "per attempt, ms (default 60000)", wholeNumber)
     .action(
       (
         key: string,
-        opts: ApiOptions & { baseUrl: string; model: string; apiKeyEnv?: string; maxConcurrency?: number; timeoutMs?: number },
+        opts: ApiOptions & {
+          baseUrl: string;
+          model: string;
+          apiKeySecret?: string;
+          apiKeyEnv?: string;
+          maxConcurrency?: number;
+          timeoutMs?: number;
+        },
       ) =>
         run(opts, async () => {
           const m = await client(opts).models.create({
             key,
             baseURL: opts.baseUrl,
             model: opts.model,
+            apiKeySecret: opts.apiKeySecret,
             apiKeyEnv: opts.apiKeyEnv,
             maxConcurrency: opts.maxConcurrency,
             timeoutMs: opts.timeoutMs,

@@ -33,6 +33,7 @@ import {
 import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
 import { gradeFile } from "./grade-file.ts";
 import { addJudgeCommands } from "./judges.ts";
+import { addSecretCommands } from "./secrets.ts";
 
 /** A judge's definition, as `get` shows it. */
 function describeJudge(j: JudgeDefinition): string {
@@ -310,5 +311,6 @@ export function clientProgram(): Command {
 
   addJudgeCommands(program);
   addEndpointCommands(program);
+  addSecretCommands(program);
   return program;
 }

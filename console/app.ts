@@ -213,6 +213,9 @@ async function refreshModels(): Promise<void> {
 
 function modelRow(m: Model): HTMLTableRowElement {
   const tr = row([m.key, m.model, m.baseURL, String(m.maxConcurrency)]);
+  // where the key sent to baseURL comes from, under it (a column of its own would not fit a narrow window)
+  const apiKey = m.apiKeySecret ? `key from secret ${m.apiKeySecret}` : m.apiKeyEnv ? `key from ${m.apiKeyEnv}` : "";
+  if (apiKey) tr.cells[2]?.append(el("div", apiKey, "key-source"));
   tr.dataset.key = m.key;
   const td = el("td");
   const button = el("button", "Delete");
@@ -325,8 +328,11 @@ function renderEndpoint(e: EndpointDefinition): void {
     ["max concurrency", String(e.maxConcurrency)],
     ["timeout", `${e.timeoutMs} ms`],
   ];
-  const headers = Object.entries(e.headersEnv ?? {});
-  if (headers.length) rows.push(["headers", headers.map(([name, env]) => `${name} from ${env}`).join(", ")]);
+  const headers = [
+    ...Object.entries(e.headersSecret ?? {}).map(([name, secret]) => `${name} from secret ${secret}`),
+    ...Object.entries(e.headersEnv ?? {}).map(([name, env]) => `${name} from ${env}`),
+  ];
+  if (headers.length) rows.push(["headers", headers.join(", ")]);
   rows.push(["metadata schema", e.metadataSchema === undefined ? "none" : el("pre", JSON.stringify(e.metadataSchema, null, 2))]);
   definitions($("#endpoint-def"), rows);
 }

@@ -25,6 +25,8 @@ import type {
   Limits,
   Model,
   Sample,
+  Secret,
+  SetSecretParams,
   ThreadInput,
   UpdateFunctionParams,
   UpdateResult,
@@ -69,6 +71,16 @@ interface RequestSpec {
 }
 
 const RETRY_STATUS = new Set([408, 429, 502, 503, 504]);
+/** Answered with a status worth retrying, but only the operator can change them: a repeat would answer the same. */
+const LASTING_CODES = new Set(["SECRETS_NOT_CONFIGURED"]);
+
+function problemOf(text: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {}
+  return { detail: text.slice(0, 500) };
+}
 const env = (name: string): string | undefined =>
   (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] || undefined;
 
@@ -94,6 +106,7 @@ export class Gradebox {
   readonly project: string;
   readonly graders: Graders;
   readonly models: Models;
+  readonly secrets: Secrets;
   private readonly apiKey: string | undefined;
   private readonly transport: Transport;
   private readonly timeout: number;
@@ -108,6 +121,7 @@ export class Gradebox {
     this.maxRetries = options.maxRetries ?? 2;
     this.graders = new Graders(this);
     this.models = new Models(this);
+    this.secrets = new Secrets(this);
   }
 
   /**
@@ -159,15 +173,10 @@ export class Gradebox {
         clearTimeout(timer);
       }
       if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
-      if (canRetry && RETRY_STATUS.has(response.status)) {
+      const problem = problemOf(text);
+      if (canRetry && RETRY_STATUS.has(response.status) && !LASTING_CODES.has(problem.code as string)) {
         await sleep(retryAfter(response.headers.get("retry-after")) ?? backoff(attempt), userSignal);
         continue;
-      }
-      let problem: Record<string, unknown> = {};
-      try {
-        problem = JSON.parse(text) as Record<string, unknown>;
-      } catch {
-        problem = { detail: text.slice(0, 500) };
       }
       throw errorFromResponse(response.status, problem, response.headers.get("x-request-id") ?? undefined);
     }
@@ -512,5 +521,42 @@ export class Models {
   /** Refused with ConflictError (MODEL_IN_USE) while a grader uses the model. */
   async delete({ modelKey }: { modelKey: string }, options?: RequestOptions): Promise<void> {
     await this.client.request("DELETE", this.path(`/${encodeURIComponent(modelKey)}`), { retry: true, options });
+  }
+}
+
+/**
+ * The project's secrets: values its models (`apiKeySecret`) and endpoints (`headersSecret`) send.
+ * Write-only: a value is never returned, only its name, the host it is bound to and its dates.
+ */
+export class Secrets {
+  constructor(private readonly client: Gradebox) {}
+
+  private path(name?: string): string {
+    return `/v1/projects/${encodeURIComponent(this.client.project)}/secrets${name === undefined ? "" : `/${encodeURIComponent(name)}`}`;
+  }
+
+  /**
+   * Creates the secret or replaces its value (a rotation: models and endpoints using it send the new
+   * value from their next call). Setting a value unbinds it from its host; the next model or endpoint
+   * that uses it binds it to theirs. InternalServerError (503 SECRETS_NOT_CONFIGURED) when the server
+   * has no secrets key; BadRequestError for an empty value, a line break or over 8192 bytes.
+   */
+  set({ name, value }: SetSecretParams, options?: RequestOptions): Promise<Secret> {
+    return this.client.request("PUT", this.path(name), { body: { value }, retry: true, options });
+  }
+
+  /** Every secret of the project, by name (never their values). */
+  async list(options?: RequestOptions): Promise<Secret[]> {
+    return (await this.client.request<{ data: Secret[] }>("GET", this.path(), { retry: true, options })).data;
+  }
+
+  /** NotFoundError (SECRET_NOT_FOUND) when the project has no such secret. */
+  get({ name }: { name: string }, options?: RequestOptions): Promise<Secret> {
+    return this.client.request("GET", this.path(name), { retry: true, options });
+  }
+
+  /** Refused with ConflictError (SECRET_IN_USE; `error.body.usedBy` names them) while a model or endpoint uses it. */
+  async delete({ name }: { name: string }, options?: RequestOptions): Promise<void> {
+    await this.client.request("DELETE", this.path(name), { retry: true, options });
   }
 }

@@ -1,6 +1,15 @@
 // The Gradebox SDK: `import { Gradebox, StringThread } from "gradebox"`.
 
-export { type ClientOptions, type GradeBatchParams, Gradebox, GraderList, Graders, Models, type RequestOptions } from "./client.ts";
+export {
+  type ClientOptions,
+  type GradeBatchParams,
+  Gradebox,
+  GraderList,
+  Graders,
+  Models,
+  type RequestOptions,
+  Secrets,
+} from "./client.ts";
 export * from "./errors.ts";
 export * from "./graders.ts";
 export { functionSource } from "./source.ts";

@@ -16,9 +16,9 @@ export interface Grader {
   mode?: CombineMode;
   description: string;
   locked: boolean;
-  /** set while quarantined (the grader took its sandbox worker down, or a judge's template went over its budget, 3 times in 10 minutes) */
+  /** set while quarantined (the grader took its sandbox worker down, a judge's template or an endpoint's metadata check went over its budget, 3 times in 10 minutes) */
   quarantinedAt: string | null;
-  /** faults (worker-killing runs; a judge's renders over budget) in the last 10 minutes */
+  /** faults in the last 10 minutes (calls that took a worker down; a judge's renders and an endpoint's metadata checks over budget) */
   recentFaults: number;
   /** signature warnings from validation (e.g. a missing StringThread annotation) */
   warnings: string[];
@@ -44,15 +44,25 @@ export interface CreateModelParams {
   baseURL: string;
   /** the model name sent in each request */
   model: string;
-  /** a server environment variable (GRADEBOX_SECRET_…) holding the API key; the key itself is never sent to or stored by Gradebox */
+  /**
+   * one of the project's secrets (`client.secrets.set`) holding the API key, sent as the bearer token;
+   * registering binds it to this model's host (ConflictError SECRET_HOST_MISMATCH when it is bound to another)
+   */
+  apiKeySecret?: string;
+  /**
+   * instead: a server environment variable (GRADEBOX_SECRET_…) holding the API key, usable only when the
+   * operator granted it to this project (GRADEBOX_SECRET_GRANTS; otherwise BadRequestError)
+   */
   apiKeyEnv?: string;
   /** requests in flight at once (default 8) */
   maxConcurrency?: number;
   /** per attempt, ms (default 60 000) */
   timeoutMs?: number;
 }
-export interface Model extends Required<Omit<CreateModelParams, "apiKeyEnv">> {
+export interface Model extends Required<Omit<CreateModelParams, "apiKeyEnv" | "apiKeySecret">> {
   project: string;
+  /** the secret (or server variable) the key comes from; the key itself is never shown */
+  apiKeySecret?: string;
   apiKeyEnv?: string;
   createdAt: string;
 }
@@ -119,7 +129,15 @@ export interface CreateExternalEndpointParams {
   key: string;
   /** the reward server's root, http:// or https:// (the server's egress policy must allow its address) */
   url: string;
-  /** request headers whose values come from server environment variables (GRADEBOX_SECRET_…), never stored */
+  /**
+   * request headers whose values are the project's secrets (`client.secrets.set`), e.g. `{Authorization: "rm-token"}`;
+   * registering binds each to this URL's host (ConflictError SECRET_HOST_MISMATCH when it is bound to another)
+   */
+  headersSecret?: Record<string, string>;
+  /**
+   * request headers whose values are server environment variables (GRADEBOX_SECRET_…), usable only when the
+   * operator granted them to this project (GRADEBOX_SECRET_GRANTS); a header is named in one of the two only
+   */
   headersEnv?: Record<string, string>;
   /** per attempt, ms (default 30 000) */
   timeoutMs?: number;
@@ -132,12 +150,33 @@ export interface CreateExternalEndpointParams {
   description?: string;
 }
 /** Where and how a stored endpoint grader is called, and what its /info and /metadata_schema said at registration. */
-export interface EndpointDefinition extends Required<Omit<CreateExternalEndpointParams, "key" | "description" | "headersEnv">> {
+export interface EndpointDefinition
+  extends Required<Omit<CreateExternalEndpointParams, "key" | "description" | "headersEnv" | "headersSecret">> {
+  headersSecret?: Record<string, string>;
   headersEnv?: Record<string, string>;
   info: { version: string; name: string; description: string };
   /** a JSON Schema each thread's metadata must satisfy (INVALID_METADATA otherwise), when the endpoint has one */
   metadataSchema?: unknown;
 }
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+/** A project secret: its name, where it may be sent and when it was set. Its value is never returned. */
+export interface Secret {
+  name: string;
+  /** the host the value is sent to, bound by the first model or endpoint that uses it; null until then (and again after each set) */
+  host: string | null;
+  createdAt: string;
+  /** when the value was last set */
+  updatedAt: string;
+}
+export interface SetSecretParams {
+  /** letters, digits, '.', '_' or '-', at most 128, starting with a letter or digit */
+  name: string;
+  /** at most 8192 bytes of UTF-8, without line breaks or NUL (it is sent as a header) */
+  value: string;
+}
+
 /** One stored version of a function grader. */
 export interface GraderVersion {
   version: number;

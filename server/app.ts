@@ -282,19 +282,19 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   });
   // endpoints answer whole batches: their replies get a larger cap than a judge's verdict
   const endpointDispatcher = egressAgent(egress, { maxResponseSize: MAX_ENDPOINT_RESPONSE_BYTES });
-  const grading = new Grading(
-    store,
-    pool,
-    metrics,
-    judges,
-    new Endpoints(endpointDispatcher, metrics, (project, spec) => secrets.headers(project, spec), outbound),
-  );
+  const endpoints = new Endpoints(endpointDispatcher, metrics, {
+    secretHeaders: (project, spec) => secrets.headers(project, spec),
+    gate: outbound,
+    // an endpoint whose metadata schema check goes over budget is at fault, as a grader that kills its worker
+    onFault: (graderId, reason) => onFault(graderId, reason),
+  });
+  const grading = new Grading(store, pool, metrics, judges, endpoints);
   app.addHook("onClose", async () => {
     await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
   });
 
-  // a grader that takes its worker down (or a judge whose template goes over its budget) is recorded;
-  // the third time in 10 minutes quarantines it
+  // a grader that takes its worker down (or a judge's template or an endpoint's schema check over
+  // its budget) is recorded; the third time in 10 minutes quarantines it
   const onFault = (graderId: string, reason: string) => {
     grading.recordFault(graderIdOf(graderId), reason).then(
       (quarantined) => {

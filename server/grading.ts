@@ -14,8 +14,12 @@ import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
 import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
 
+const QUARANTINE_CAUSE: Partial<Record<GraderRow["kind"], string>> = {
+  judge: "its template went over its budget",
+  endpoint: "checking metadata against its metadata schema went over budget",
+};
 export const quarantineDetail = (key: string, at: string, kind: GraderRow["kind"]) =>
-  `grader "${key}" is quarantined since ${at}: ${kind === "judge" ? "its template went over its budget" : "it took its sandbox worker down"} ` +
+  `grader "${key}" is quarantined since ${at}: ${QUARANTINE_CAUSE[kind] ?? "it took its sandbox worker down"} ` +
   "3 times within 10 minutes. Fix and re-create it, or release it (POST …/release) to try again";
 
 export class Grading {

@@ -16,6 +16,8 @@ export class Metrics {
   private readonly judgeTokens;
   private readonly endpointCalls;
   private readonly endpointLatency;
+  private readonly schemaUnits;
+  private readonly schemaChecks;
 
   constructor(pool: SandboxPool) {
     const registers = [this.registry];
@@ -71,6 +73,19 @@ export class Metrics {
       "endpoint",
       "Calls to external endpoint graders, one per /score or per /batch_score chunk",
     ));
+    // the metered metadata-schema check (metered-schema.ts): what it cost and how it ended
+    this.schemaUnits = new client.Counter({
+      name: "gradebox_endpoint_schema_units_total",
+      help: "Units of work spent checking threads' metadata against endpoints' metadata schemas, by endpoint (project/key)",
+      labelNames: ["endpoint"],
+      registers,
+    });
+    this.schemaChecks = new client.Counter({
+      name: "gradebox_endpoint_schema_checks_total",
+      help: "Threads whose metadata met an endpoint's metadata schema, by endpoint and outcome: ok, refused, over_budget, not_checked (an earlier thread of the batch went over budget)",
+      labelNames: ["endpoint", "outcome"],
+      registers,
+    });
     this.judgeTokens = new client.Counter({
       name: "gradebox_judge_tokens_total",
       help: "Tokens the judge models reported, by model and type (prompt, completion)",
@@ -116,6 +131,11 @@ export class Metrics {
   endpointCall(endpoint: string, outcome: string, seconds: number): void {
     this.endpointCalls.inc({ endpoint, outcome });
     this.endpointLatency.observe({ endpoint }, seconds);
+  }
+
+  endpointSchemaCheck(endpoint: string, units: number, outcomes: Record<"ok" | "refused" | "over_budget" | "not_checked", number>): void {
+    this.schemaUnits.inc({ endpoint }, units);
+    for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.schemaChecks.inc({ endpoint, outcome }, n);
   }
 
   observe(project: string, grader: string, route: "grade" | "grade-batch", seconds: number, outcomes: GradeOutcome[]): void {

@@ -123,9 +123,13 @@ export const Grader = z
       .string()
       .nullable()
       .describe(
-        "set while quarantined: the grader took its sandbox worker down (a judge: its template went over its budget) 3 times in 10 minutes (POST …/release lifts it)",
+        "set while quarantined: the grader took its sandbox worker down (a judge: its template went over its budget; an endpoint grader: its metadata schema check did) 3 times in 10 minutes (POST …/release lifts it)",
       ),
-    recentFaults: z.number().describe("faults (worker-killing runs; a judge's renders over budget) in the last 10 minutes"),
+    recentFaults: z
+      .number()
+      .describe(
+        "faults in the last 10 minutes: calls that took a worker down, judge renders and endpoint metadata schema checks over budget",
+      ),
     warnings: z.array(z.string()).describe("what the checks noticed without refusing the grader"),
     sourceSha256: z.string().describe("SHA-256 (hex) of the source, or of a configured grader's definition"),
     createdAt: z.string().describe("ISO 8601"),

@@ -1,7 +1,8 @@
 // The gradebox command against the real server: push (with a caret under a syntax error),
 // test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it; models
 // and judge graders against the scripted OpenAI-compatible server of test/fake-openai.ts; an
-// endpoint grader against the example reward server (examples/reward-server/server.ts).
+// endpoint grader against the example reward server (examples/reward-server/server.ts); secrets
+// set from a pipe, a file and a terminal, and used by a model and an endpoint.
 
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -545,4 +546,128 @@ test("endpoint create against a closed port: the endpoint check fails and nothin
   assert.equal(failed.code, 1);
   assert.match(failed.stderr, /^✗ endpoint check failed: /);
   assert.match((await runFail("get", "gone-ep")).stderr, /404 GRADER_NOT_FOUND/);
+});
+
+/** gradebox with `input` on its stdin (execFile leaves stdin open: a command reading it would wait forever). */
+function runWithStdin(input: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number | null }> {
+  const child = spawn(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: repoRoot, env });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  child.stdin.end(input);
+  return new Promise((resolve) => child.once("close", (code) => resolve({ stdout, stderr, code })));
+}
+
+test("secrets set from stdin or --value-file (never argv), ls, get; a model's --api-key-secret and an endpoint's --header-secret use it; rm refused while in use", async () => {
+  const created = await runWithStdin("sk-cli-1\n", "secrets", "set", "cli-key");
+  assert.deepEqual([created.code, created.stdout, created.stderr], [0, "✓ created secret cli-key\n", ""]);
+  assert.match((await run("secrets", "ls")).stdout, /^cli-key +\(unbound\) +set \d{4}-/m);
+
+  const registered = await run("models", "create", "km", "--base-url", fake.url, "--model", "judge-1", "--api-key-secret", "cli-key");
+  assert.match(registered.stdout, /✓ created model km/);
+  assert.match((await run("models", "get", "km")).stdout, /\(concurrency 8, timeout 60000ms, key from secret cli-key\)$/m);
+  await run("judge", "create", "binary", "keyed", "--model", "km", "--criteria", "answers");
+  const thread = JSON.stringify({ turns: [{ role: "assistant", content: "Yes." }] });
+  await run("grade", "keyed", "--thread", thread);
+  assert.equal(fake.requests.at(-1)?.headers.authorization, "Bearer sk-cli-1", "the value as piped, without its final line break");
+  assert.match((await run("secrets", "get", "cli-key")).stdout, /^cli-key +127\.0\.0\.1 +set /);
+
+  // a rotation from a file: the next call sends the new value
+  const file = join(dir, "cli-key.txt");
+  writeFileSync(file, "sk-cli-2\r\n");
+  assert.match(
+    (await runWithStdin("", "secrets", "set", "cli-key", "--value-file", file)).stdout,
+    /^✓ replaced the value of secret cli-key/,
+  );
+  await run("grade", "keyed", "--thread", thread);
+  assert.equal(fake.requests.at(-1)?.headers.authorization, "Bearer sk-cli-2");
+
+  // an endpoint's header from a secret, shown by get
+  await runWithStdin("ep-token", "secrets", "set", "ep-token");
+  await run("endpoint", "create", "keyed-ep", "--url", reward.url, "--header-secret", "X-Api-Key=ep-token");
+  assert.match((await run("get", "keyed-ep")).stdout, /timeout 30000ms\n {2}header X-Api-Key from secret ep-token\n {2}info: /);
+
+  const inUse = await runFail("secrets", "rm", "cli-key");
+  assert.equal(inUse.code, 1);
+  assert.match(inUse.stderr, /^✗ 409 SECRET_IN_USE: secret "cli-key" is used by model "km"/);
+  const listed = JSON.parse((await run("secrets", "ls", "--json")).stdout) as Array<{ name: string; host: string }>;
+  assert.deepEqual(
+    listed.map((x) => [x.name, x.host]),
+    [
+      ["cli-key", "127.0.0.1"],
+      ["ep-token", "127.0.0.1"],
+    ],
+  );
+  assert.doesNotMatch(JSON.stringify(listed), /sk-cli|ep-token"?:/);
+
+  await run("rm", "keyed");
+  await run("rm", "keyed-ep");
+  await run("models", "delete", "km");
+  assert.equal((await run("secrets", "rm", "cli-key")).stdout, "✓ deleted secret cli-key\n");
+  assert.equal((await run("secrets", "delete", "ep-token")).stdout, "✓ deleted secret ep-token\n");
+  assert.match((await runFail("secrets", "get", "cli-key")).stderr, /404 SECRET_NOT_FOUND/);
+  assert.equal((await run("secrets", "list")).stdout, "no secrets\n");
+});
+
+test("secrets set refuses what cannot be a value: nothing on stdin, an unreadable file (exit 2); a line break inside (the server's 400, exit 1)", async () => {
+  const empty = await runWithStdin("", "secrets", "set", "nothing");
+  assert.equal(empty.code, 2);
+  assert.match(empty.stderr, /^error: no value for secret nothing: pipe it on stdin .* or pass --value-file FILE\n$/);
+  const missing = await runWithStdin("", "secrets", "set", "nothing", "--value-file", join(dir, "absent.txt"));
+  assert.deepEqual([missing.code, missing.stderr], [2, `error: cannot read ${join(dir, "absent.txt")}: no such file\n`]);
+  const twoLines = await runWithStdin("line one\nline two\n", "secrets", "set", "nothing");
+  assert.equal(twoLines.code, 1);
+  assert.match(twoLines.stderr, /400 INVALID_REQUEST: .*no line breaks/);
+  assert.match((await runFail("secrets", "get", "nothing")).stderr, /404 SECRET_NOT_FOUND/);
+  // a model names its key once
+  const both = await runFail(
+    "models",
+    "create",
+    "m",
+    "--base-url",
+    fake.url,
+    "--model",
+    "x",
+    "--api-key-secret",
+    "a",
+    "--api-key-env",
+    "GRADEBOX_SECRET_A",
+  );
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /^error: option '--api-key-env <var>' cannot be used with option '--api-key-secret <name>'/);
+});
+
+test("secrets set on a terminal prompts for the value without echoing it", {
+  skip: existsSync("/usr/bin/script") ? false : "needs util-linux's script for a terminal",
+}, async () => {
+  // script runs the command on a pseudo-terminal and relays our pipe to it as typed input
+  const child = spawn(
+    "/usr/bin/script",
+    ["-qec", `${process.execPath} ${join(repoRoot, "bin/gradebox.js")} secrets set typed`, "/dev/null"],
+    {
+      cwd: repoRoot,
+      env,
+    },
+  );
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const closed = new Promise((resolve) => child.once("close", resolve));
+  await new Promise<void>((resolve) => {
+    const check = () => (out.includes("(not shown): ") ? resolve() : child.stdout.once("data", check));
+    check();
+  });
+  child.stdin.write("typed-secret-value\r");
+  await closed;
+  assert.match(out, /value of secret typed \(not shown\): /);
+  assert.match(out, /✓ created secret typed/);
+  assert.doesNotMatch(out, /typed-secret-value/, "not echoed");
+  // the value that arrived is the one typed: a model's calls carry it
+  await run("models", "create", "typed-m", "--base-url", fake.url, "--model", "judge-1", "--api-key-secret", "typed");
+  await run("judge", "create", "binary", "typed-j", "--model", "typed-m", "--criteria", "answers");
+  await run("grade", "typed-j", "--thread", JSON.stringify({ turns: [{ role: "assistant", content: "Yes." }] }));
+  assert.equal(fake.requests.at(-1)?.headers.authorization, "Bearer typed-secret-value");
+  await run("rm", "typed-j");
+  await run("models", "delete", "typed-m");
+  await run("secrets", "rm", "typed");
 });

@@ -300,6 +300,7 @@ test("judges: register a model, refuse a broken template at its line, create a b
   await page.click("#model-form button");
   await page.waitForSelector("#models tr[data-key='judge-m']");
   assert.equal((await s.store.mustGetModel("web", "judge-m")).maxConcurrency, 2);
+  assert.equal(await page.locator("#models tr[data-key='judge-m'] .key-source").count(), 0, "no API key");
 
   await page.click("#new-judge");
   await page.selectOption("#judge-model", "judge-m");
@@ -681,4 +682,34 @@ test("the layout fits 420 px and 1440 px (list, an open grader, the test panel w
   } finally {
     await page.setViewportSize({ width: 1400, height: 900 });
   }
+});
+
+test("secrets: a model's API key and an endpoint's headers say which secret they come from, never its value", async () => {
+  const web = "/v1/projects/web";
+  assert.equal((await call(s.app, "PUT", `${web}/secrets/judge-key`, { value: "sk-console-value" })).status, 201);
+  assert.equal((await call(s.app, "PUT", `${web}/secrets/rm-token`, { value: "tok-console-value" })).status, 201);
+  const model = await call(s.app, "POST", `${web}/models`, {
+    key: "keyed-m",
+    baseURL: fake.url,
+    model: "judge-1",
+    apiKeySecret: "judge-key",
+  });
+  assert.equal(model.status, 201, JSON.stringify(model.body));
+  const endpoint = await call(s.app, "POST", `${web}/graders/external-endpoint`, {
+    key: "keyed-ep",
+    url: rewardUrl,
+    headersSecret: { "X-Api-Key": "rm-token" },
+  });
+  assert.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
+
+  await page.reload();
+  await page.waitForSelector("#models tr[data-key='keyed-m']");
+  assert.equal(await page.locator("#models tr[data-key='keyed-m'] td").nth(2).textContent(), `${fake.url}key from secret judge-key`);
+  assert.equal(await page.textContent("#models tr[data-key='keyed-m'] .key-source"), "key from secret judge-key");
+  await page.click("#graders tr[data-key='keyed-ep']");
+  await page.waitForSelector("#detail-key:has-text('keyed-ep')");
+  const terms = await page.locator("#endpoint-def dt").allTextContents();
+  const values = await page.locator("#endpoint-def dd").allTextContents();
+  assert.equal(values[terms.indexOf("headers")], "X-Api-Key from secret rm-token");
+  assert.doesNotMatch((await page.textContent("main")) ?? "", /sk-console-value|tok-console-value/);
 });

@@ -235,7 +235,8 @@ describe("grading", () => {
       ],
       ["unknown field", { body: '{"responses": [{"reward": 1, "metadata": {}, "score": 2}, {"reward": 1}]}' }, /Unrecognized key/],
       ["proto key", { body: '{"responses": [{"reward": 1, "metadata": {"__proto__": {"x": 1}}}, {"reward": 1}]}' }, /__proto__/],
-      ["huge", { bytes: 20 * 1024 * 1024 }, /over 16777216 bytes/],
+      // a reply to 2 requests is read to 2 × (6 × 16 KiB + 1 KiB) + 4 KiB at most
+      ["huge", { bytes: 20 * 1024 * 1024 }, /over 202752 bytes/],
       // nested past any recursive walk's stack: refused as invalid, not taken for an outage
       [
         "deep",

@@ -1,7 +1,8 @@
 // The Python client (clients/python) against the real server on a real port: installed offline
 // into a fresh venv outside the repository, then its pytest suite run with GRADEBOX_URL,
 // GRADEBOX_API_KEY and GRADEBOX_PROJECT pointing at the server (started with
-// GRADEBOX_MAX_BATCH=5, so grade_batch and reward functions must split their lists).
+// GRADEBOX_MAX_BATCH=5, so grade_batch and reward functions must split their lists, and allowed to
+// reach 127.0.0.1, where a model of the secrets tests points).
 // The interpreter: $GRADEBOX_PYTHON, python3 or /usr/bin/python3, the first with pytest, venv
 // and setuptools (scripts/ensure-pytest.sh installs Debian's when none has them).
 
@@ -14,7 +15,7 @@ import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { GRADE_ERROR_CODES } from "../sdk/errors.ts";
 import { ERRORS } from "../server/errors.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer, testPostgres } from "./helpers.ts";
 
 const run = promisify(execFile);
 const project = "pyclient";
@@ -42,7 +43,14 @@ let s: TestServer;
 let work: string;
 
 before(async () => {
-  s = await startServer({ listen: true, env: { GRADEBOX_MAX_BATCH: String(MAX_BATCH) } });
+  s = await startServer({
+    listen: true,
+    env: {
+      GRADEBOX_MAX_BATCH: String(MAX_BATCH),
+      GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32",
+      ...(testPostgres ? { GRADEBOX_SECRETS_KEY: "ef".repeat(32) } : {}),
+    },
+  });
   work = mkdtempSync(join(tmpdir(), "gradebox-pyclient-"));
 });
 after(async () => {

@@ -228,6 +228,68 @@ describe("models and endpoints use their own project's secrets", () => {
   });
 });
 
+describe("bindings and grants over time", () => {
+  test("a registration that fails binds nothing: a mistyped URL does not cost setting the secret again", async () => {
+    await call(s.app, "PUT", `${ATTACKER}/secrets/typo`, { value: "tok-typo" });
+    // nothing listens on port 9 of localhost
+    const failed = await call(s.app, "POST", `${ATTACKER}/graders/external-endpoint`, {
+      key: "typo",
+      url: "http://localhost:9",
+      headersSecret: { "X-Api-Key": "typo" },
+      timeoutMs: 1000,
+    });
+    assert.equal(failed.status, 422, JSON.stringify(failed.body));
+    assert.equal((await call(s.app, "GET", `${ATTACKER}/secrets/typo`)).body.host, null);
+    const fixed = await call(s.app, "POST", `${ATTACKER}/graders/external-endpoint`, {
+      key: "typo",
+      url: rewards.url,
+      headersSecret: { "X-Api-Key": "typo" },
+    });
+    assert.equal(fixed.status, 201, JSON.stringify(fixed.body));
+    assert.equal((await call(s.app, "GET", `${ATTACKER}/secrets/typo`)).body.host, "127.0.0.1");
+    // a model refused as a duplicate binds nothing either
+    await call(s.app, "PUT", `${ATTACKER}/secrets/dup`, { value: "tok-dup" });
+    assert.equal((await model(ATTACKER, "dup-model", {})).status, 201);
+    const dup = await model(ATTACKER, "dup-model", { apiKeySecret: "dup" }, fake.url.replace("127.0.0.1", "localhost"));
+    assert.equal(dup.body.code, "MODEL_EXISTS");
+    assert.equal((await call(s.app, "GET", `${ATTACKER}/secrets/dup`)).body.host, null);
+  });
+
+  test("a server secret is usable only while the operator grants it, binding or not", async () => {
+    process.env.GRADEBOX_SECRET_REVOKED = "sk-revoked";
+    const project = "/v1/projects/granted";
+    const env = { GRADEBOX_DB: s.config.dbPath, GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32", GRADEBOX_SECRETS_KEY: "cd".repeat(32) };
+    const first = await startServer({ env: { ...env, GRADEBOX_SECRET_GRANTS: "GRADEBOX_SECRET_REVOKED=granted" } });
+    try {
+      const r = await call(first.app, "POST", `${project}/models`, {
+        key: "m",
+        baseURL: fake.url,
+        model: "x",
+        apiKeyEnv: "GRADEBOX_SECRET_REVOKED",
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      const j = await call(first.app, "POST", `${project}/graders/binary-judge`, { key: "j", criteria: "answers", judgeModel: "m" });
+      assert.equal(j.status, 201);
+      assert.equal((await call(first.app, "POST", `${project}/graders/j/grade`, { thread: qa })).status, 200);
+      assert.equal(fake.requests.at(-1)?.headers.authorization, "Bearer sk-revoked");
+    } finally {
+      await first.close();
+    }
+    // the operator takes the grant back: the binding left in the registry grants nothing
+    const second = await startServer({ env });
+    try {
+      const sent = fake.requests.length;
+      const refused = await call(second.app, "POST", `${project}/graders/j/grade`, { thread: qa });
+      assert.equal(refused.status, 502, JSON.stringify(refused.body));
+      assert.equal(refused.body.code, "JUDGE_UNAVAILABLE");
+      assert.match(refused.body.detail, /no server secret GRADEBOX_SECRET_REVOKED is available to project "granted"/);
+      assert.equal(fake.requests.length, sent);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
 describe("migration", { skip: testPostgres ? "reads a SQLite file" : false }, () => {
   test("registrations made before secrets belonged to projects keep working for the project that made them only", async () => {
     const dir = mkdtempSync(join(tmpdir(), "gradebox-secrets-migration-"));

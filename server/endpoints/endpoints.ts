@@ -13,14 +13,28 @@ import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";
-import { MAX_METADATA_DEPTH, nestsDeeperThan } from "../schemas.ts";
+import { MAX_METADATA_DEPTH } from "../schemas.ts";
 import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
-import { compileMetadataSchema, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
+import { compileMetadataSchema, MAX_SCHEMA_BYTES, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
+import { SchemaBudgetExceeded, SchemaMeter } from "./metered-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
+import { readReply } from "./reply.ts";
 import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
-/** A reply body of an endpoint, at most (the dispatcher stops there). */
+/** A reply body of an endpoint, at most (the dispatcher stops there; a reply's own cap is lower: replyBytes). */
 export const MAX_ENDPOINT_RESPONSE_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes one response of a reply may need: its metadata is at most MAX_RESULT characters of JSON,
+ * and a character may take 6 bytes on the wire (a \uXXXX escape, as Python's json.dumps writes
+ * any non-ASCII one); 1 KiB more for the reward, the id, the keys and whitespace.
+ */
+const RESPONSE_BYTES = 6 * MAX_RESULT + 1024;
+/** A reply to n requests, at most: n responses and the envelope (2 requests: 202 KB, not 16 MB). */
+export const replyBytes = (n: number) => Math.min(MAX_ENDPOINT_RESPONSE_BYTES, n * RESPONSE_BYTES + 4096);
+/** GET /info: three strings of at most 10,512 characters in all, escaped or not */
+const INFO_BYTES = 64 * 1024;
+/** GET /metadata_schema: its compact JSON is at most 16 KiB; room for indentation and escapes */
+const SCHEMA_BYTES = 8 * MAX_SCHEMA_BYTES;
 /** endpoint graders kept ready per process (their Upstream and compiled metadata check) */
 const MAX_HANDLES = 1000;
 /** An endpoint's answer nests at most this deep: its metadata as a thread's may, plus the envelope. */
@@ -44,13 +58,17 @@ export class Endpoints {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly metrics: Metrics,
-    /** the secret headers of a call, read from the project's secrets when it is sent (throws SecretUnavailable) */
-    private readonly secretHeaders: (
-      project: string,
-      spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
-    ) => Promise<Record<string, string>> = async () => ({}),
-    /** the node's outbound calls, shared fairly between projects */
-    private readonly gate?: OutboundGate,
+    private readonly options: {
+      /** the secret headers of a call, read from the project's secrets when it is sent (throws SecretUnavailable) */
+      secretHeaders?: (
+        project: string,
+        spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
+      ) => Promise<Record<string, string>>;
+      /** the node's outbound calls, shared fairly between projects */
+      gate?: OutboundGate;
+      /** a grader's fault (its metadata schema check went over budget), counted towards its quarantine */
+      onFault?: (graderId: string, reason: string) => void;
+    } = {},
   ) {}
 
   /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
@@ -62,21 +80,21 @@ export class Endpoints {
       maxConcurrency: 1,
       timeoutMs: create.timeoutMs,
       retries: 0,
-      gate: this.gate?.for(project),
+      gate: this.options.gate?.for(project),
     });
-    const get = async (path: string, allow404: boolean) => {
+    const get = async (path: string, allow404: boolean, maxBytes: number) => {
       try {
         return await upstream.call(async (signal) =>
-          this.send("GET", create, path, undefined, signal, allow404, await this.headersFor(project, create)),
+          this.send("GET", create, path, undefined, signal, allow404, await this.headersFor(project, create), maxBytes),
         );
       } catch (error) {
         if (error instanceof UpstreamError && error.kind === "denied") throw new AppError("EGRESS_DENIED", `url: ${error.message}`);
         return refuse(`GET ${path}: ${(error as Error).message}`);
       }
     };
-    const info = Info.safeParse(await get("/info", false));
+    const info = Info.safeParse(await get("/info", false, INFO_BYTES));
     if (!info.success) refuse(`GET /info must answer {version, name, description} (strings, nothing else): ${issue(info.error)}`);
-    const schema = await get("/metadata_schema", true);
+    const schema = await get("/metadata_schema", true, SCHEMA_BYTES);
     if (schema !== undefined) {
       try {
         compileMetadataSchema(schema);
@@ -100,7 +118,7 @@ export class Endpoints {
         upstream: new Upstream(`endpoint ${target.key} (${spec.url})`, {
           maxConcurrency: spec.maxConcurrency,
           timeoutMs: spec.timeoutMs,
-          gate: this.gate?.for(target.project),
+          gate: this.options.gate?.for(target.project),
         }),
         ...(spec.metadataSchema === undefined ? {} : { check: compileMetadataSchema(spec.metadataSchema) }),
       };
@@ -117,12 +135,7 @@ export class Endpoints {
     const { upstream, check } = this.handle(target);
     const label = `${target.project}/${target.key}`;
     const outcomes: GradeOutcome[] = new Array(threads.length);
-    const pending: number[] = [];
-    for (let i = 0; i < threads.length; i++) {
-      const problem = check?.(threads[i].metadata ?? {});
-      if (problem) outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
-      else pending.push(i);
-    }
+    const pending = check ? await this.checkMetadata(target, check, threads, outcomes) : threads.map((_, i) => i);
     const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: String(i) });
     // one call per chunk (/batch_score) or per thread (/score); a call's failure is its items' error
     const calls: number[][] = [];
@@ -158,10 +171,62 @@ export class Endpoints {
     spec: Pick<EndpointCreate, "url" | "headersEnv" | "headersSecret">,
   ): Promise<Record<string, string>> {
     try {
-      return await this.secretHeaders(project, spec);
+      return (await this.options.secretHeaders?.(project, spec)) ?? {};
     } catch (error) {
       throw new UpstreamError("unavailable", (error as Error).message);
     }
+  }
+
+  /**
+   * Checks each thread's metadata against the endpoint's schema under one meter for the batch;
+   * answers the indexes that passed. A thread refused gets INVALID_METADATA; a check over budget
+   * is the endpoint's fault (its schema, the tenant's metadata): recorded once, and the rest of
+   * the batch fails without being checked.
+   */
+  private async checkMetadata(
+    target: EndpointTarget,
+    check: MetadataCheck,
+    threads: readonly WireThread[],
+    outcomes: GradeOutcome[],
+  ): Promise<number[]> {
+    const meter = new SchemaMeter();
+    const counts = { ok: 0, refused: 0, over_budget: 0, not_checked: 0 };
+    const pending: number[] = [];
+    let blown: string | undefined;
+    let yielded = 0;
+    for (let i = 0; i < threads.length; i++) {
+      // a batch's budget is a few threads' worth: other requests get the event loop in between
+      if (meter.units - yielded >= meter.perThread) {
+        await new Promise(setImmediate);
+        yielded = meter.units;
+      }
+      if (blown) {
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: blown } };
+        counts.not_checked++;
+        continue;
+      }
+      meter.startThread();
+      let problem: string | undefined;
+      try {
+        problem = check(threads[i].metadata ?? {}, meter);
+      } catch (error) {
+        if (!(error instanceof SchemaBudgetExceeded)) throw error;
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: overBudget(error) } };
+        counts.over_budget++;
+        blown = `not checked: an earlier thread of this batch went over the ${error.scope} budget of the endpoint's metadata schema check (${error.limit} units of work)`;
+        this.options.onFault?.(target.id, `its metadata schema check went over its ${error.scope} budget of ${error.limit} units`);
+        continue;
+      }
+      if (problem) {
+        outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
+        counts.refused++;
+      } else {
+        pending.push(i);
+        counts.ok++;
+      }
+    }
+    this.metrics.endpointSchemaCheck(`${target.project}/${target.key}`, meter.units, counts);
+    return pending;
   }
 
   private async batchScore(
@@ -170,7 +235,18 @@ export class Endpoints {
     signal: AbortSignal,
     secretHeaders: Record<string, string>,
   ): Promise<GradeOutcome[]> {
-    const parsed = BatchScoreResponse.safeParse(await this.send("POST", spec, "/batch_score", { requests }, signal, false, secretHeaders));
+    const reply = await this.send(
+      "POST",
+      spec,
+      "/batch_score",
+      { requests },
+      signal,
+      false,
+      secretHeaders,
+      replyBytes(requests.length),
+      requests.length,
+    );
+    const parsed = BatchScoreResponse.safeParse(reply);
     if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
     const { responses } = parsed.data;
     if (responses.length !== requests.length)
@@ -184,12 +260,16 @@ export class Endpoints {
     signal: AbortSignal,
     secretHeaders: Record<string, string>,
   ): Promise<GradeOutcome[]> {
-    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, secretHeaders));
+    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, secretHeaders, replyBytes(1)));
     if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
     return [scored(parsed.data, request.id as string)];
   }
 
-  /** One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404. */
+  /**
+   * One HTTP exchange; the body parsed without prototype keys, or undefined for an allowed 404.
+   * The body is read to at most maxBytes, with at most maxItems responses (readReply), before
+   * it is parsed.
+   */
   private async send(
     method: "GET" | "POST",
     spec: Pick<EndpointCreate, "url">,
@@ -198,6 +278,8 @@ export class Endpoints {
     signal: AbortSignal,
     allow404: boolean,
     secretHeaders: Record<string, string>,
+    maxBytes: number,
+    maxItems?: number,
   ): Promise<unknown> {
     const headers: Record<string, string> = { ...secretHeaders, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
@@ -219,7 +301,8 @@ export class Endpoints {
           response.status >= 300 && response.status < 400 ? " (redirects are not followed: register the URL it points to)" : "";
         throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}${redirected}`, response.headers);
       }
-      text = await response.text();
+      // size, nesting and the count of responses, checked as it streams: before JSON.parse, zod or any recursive walk
+      text = await readReply(response.body, path, { maxBytes, maxDepth: MAX_ANSWER_DEPTH, maxItems });
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw transportError(error, signal.aborted, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
@@ -230,12 +313,16 @@ export class Endpoints {
     } catch {
       throw invalid(`${path} answered a body that is not JSON (or uses __proto__ / constructor.prototype keys)`);
     }
-    // before anything walks it recursively (JSON.stringify of the metadata, the schema compiler)
-    if (nestsDeeperThan(value, MAX_ANSWER_DEPTH)) throw invalid(`${path} answered JSON nested more than ${MAX_ANSWER_DEPTH} levels deep`);
     return value;
   }
 }
 
+const overBudget = (e: SchemaBudgetExceeded) =>
+  e.scope === "thread"
+    ? `checking this thread's metadata against the endpoint's metadata schema took more than ${e.limit} units of work ` +
+      "(a unit: one schema keyword applied to one value); send less metadata or have the endpoint publish a simpler schema"
+    : `checking this batch's metadata against the endpoint's metadata schema took more than ${e.limit} units of work in all ` +
+      "(a unit: one schema keyword applied to one value); send smaller batches or less metadata";
 const invalid = (message: string) => new UpstreamError("invalid", message);
 const issue = (error: { issues: Array<{ path: PropertyKey[]; message: string }> }) => {
   const first = error.issues[0];

@@ -2,8 +2,9 @@
 // vLLM, Ollama, llama.cpp's server and OpenAI alike), over a dispatcher that enforces the
 // egress policy, with replies bounded in size and read strictly, and the Upstream's limits.
 
+import { TransformStream } from "node:stream/web";
 import OpenAI from "openai";
-import { type Dispatcher, fetch as undiciFetch } from "undici";
+import { type Dispatcher, Response as UndiciResponse, fetch as undiciFetch } from "undici";
 import { z } from "zod";
 import { statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
 
@@ -49,10 +50,31 @@ const Completion = z.object({
     .optional(),
 });
 
-/** A fetch through the egress dispatcher (which also caps response bodies: egressAgent's maxResponseSize). */
+/**
+ * A fetch through the egress dispatcher, its bodies capped twice while they stream: as sent (the
+ * dispatcher's maxResponseSize) and as read (here), since fetch undoes a gzip or deflate
+ * content-encoding itself: 1 MB of gzip would otherwise be read as 1 GB.
+ */
 export function dispatcherFetch(dispatcher: Dispatcher): typeof fetch {
-  return ((input: RequestInfo | URL, init?: RequestInit) =>
-    undiciFetch(input as never, { ...(init as object), dispatcher } as never)) as never;
+  return (async (input: RequestInfo | URL, init?: RequestInit) =>
+    capDecoded(await undiciFetch(input as never, { ...(init as object), dispatcher } as never), MAX_RESPONSE_BYTES)) as never;
+}
+
+/** The response, its decoded body failing past maxBytes (as undici's own cap does: the connection is dropped there). */
+function capDecoded(response: UndiciResponse, maxBytes: number): UndiciResponse {
+  if (!response.body) return response;
+  let seen = 0;
+  const counted = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen <= maxBytes) return controller.enqueue(chunk);
+        // the code undici's maxResponseSize gives, so that transportError words both alike
+        controller.error(Object.assign(new Error(`the response is over ${maxBytes} bytes`), { code: "UND_ERR_RES_EXCEEDED_MAX_SIZE" }));
+      },
+    }),
+  );
+  return new UndiciResponse(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 export class ModelClient {

@@ -8,7 +8,7 @@ import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
 import { headerRefs, type Secrets } from "../secrets/secrets.ts";
-import { graderExists, type Store } from "../store.ts";
+import { type GraderRow, graderExists, type Store } from "../store.ts";
 import { detail } from "./graders.ts";
 
 export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading; secrets: Secrets }) {
@@ -56,13 +56,21 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
       if (twice.length)
         throw new AppError("INVALID_REQUEST", `header ${twice[0]} is named in both headersEnv and headersSecret; name it once`);
       if (refs.length > 16) throw new AppError("INVALID_REQUEST", "at most 16 secret headers in headersEnv and headersSecret together");
-      await secrets.bindAll(
+      const unbind = await secrets.bindAll(
         project,
         refs.map(([, ref]) => ref),
         create.url,
       );
-      const spec = await grading.endpoints.probe(project, create);
-      return reply.code(201).send(detail(await store.insertEndpoint({ project, key, description, spec })));
+      let created: GraderRow;
+      try {
+        const spec = await grading.endpoints.probe(project, create);
+        created = await store.insertEndpoint({ project, key, description, spec });
+      } catch (error) {
+        // a registration that failed binds nothing: a mistyped URL must not cost setting the secret again
+        await unbind();
+        throw error;
+      }
+      return reply.code(201).send(detail(created));
     },
   );
 }

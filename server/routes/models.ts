@@ -55,8 +55,14 @@ export async function modelRoutes(
         // a name that does not resolve yet is not refused: the model may come up later
       }
       const ref = apiKeyRef(body);
-      if (ref) await secrets.bindAll(req.params.project, [ref], body.baseURL);
-      const model = await store.insertModel({ project: req.params.project, ...body });
+      const unbind = await secrets.bindAll(req.params.project, ref ? [ref] : [], body.baseURL);
+      let model: ModelRow;
+      try {
+        model = await store.insertModel({ project: req.params.project, ...body });
+      } catch (error) {
+        await unbind(); // MODEL_EXISTS: nothing was registered, so nothing is bound
+        throw error;
+      }
       return reply.code(201).send(view(model));
     },
   );

@@ -68,6 +68,11 @@ export function parseGrants(text: string): Map<string, Set<string>> {
 /** The host a URL's secrets are bound to: its host name, lower case (ports and paths do not matter, as for cookies). */
 export const hostOf = (url: string) => new URL(url).hostname.toLowerCase();
 
+interface Grant {
+  host: string | null;
+  migrated: number;
+}
+
 interface Row {
   name: string;
   value: string;
@@ -83,9 +88,11 @@ const SQL = {
   update: "UPDATE secrets SET value = ?, host = NULL, updated_at = ? WHERE project = ? AND name = ?",
   bind: "UPDATE secrets SET host = ? WHERE project = ? AND name = ? AND host IS NULL",
   delete: "DELETE FROM secrets WHERE project = ? AND name = ?",
-  grant: "SELECT host FROM server_secret_grants WHERE project = ? AND name = ?",
+  grant: "SELECT host, migrated FROM server_secret_grants WHERE project = ? AND name = ?",
   addGrant: "INSERT INTO server_secret_grants (project, name, host, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
   bindGrant: "UPDATE server_secret_grants SET host = ? WHERE project = ? AND name = ? AND host IS NULL",
+  unbind: "UPDATE secrets SET host = NULL WHERE project = ? AND name = ? AND host = ?",
+  unbindGrant: "UPDATE server_secret_grants SET host = NULL WHERE project = ? AND name = ? AND host = ?",
   modelUsers: "SELECT key FROM models WHERE project = ? AND api_key_secret = ?",
   endpointConfigs: "SELECT key, config FROM graders WHERE project = ? AND kind = 'endpoint'",
 };
@@ -173,29 +180,53 @@ export class Secrets {
 
   /**
    * At registration: the project may use `ref`, and its value may go to `host` (binding it there
-   * when it is bound nowhere yet). Throws the error the route answers.
+   * when it is bound nowhere yet). Throws the error the route answers; answers whether this call
+   * bound it.
    */
-  async bind(project: string, ref: SecretRef, host: string): Promise<void> {
-    const bound = await this.bindOrRead(project, ref, host);
-    if (bound === undefined) {
+  private async bind(project: string, ref: SecretRef, host: string): Promise<boolean> {
+    const found = await this.bindOrRead(project, ref, host);
+    if (found === undefined) {
       if ("secret" in ref) throw notFound(project, ref.secret);
       throw new AppError("INVALID_REQUEST", unavailableEnv(project, ref.env));
     }
-    if (bound !== host) {
+    if (found.host !== host) {
       throw new AppError(
         "SECRET_HOST_MISMATCH",
-        `${describeRef(ref)} is bound to host ${bound}, so it is not sent to ${host}; ` +
+        `${describeRef(ref)} is bound to host ${found.host}, so it is not sent to ${host}; ` +
           ("secret" in ref
             ? `set it again (PUT /v1/projects/${project}/secrets/${ref.secret}) to use it with ${host}`
             : "ask the operator to grant it again"),
-        { boundHost: bound },
+        { boundHost: found.host },
       );
     }
+    return found.bound;
   }
 
-  /** At registration, for every secret an endpoint's headers or a model's key name (see bind). */
-  async bindAll(project: string, refs: SecretRef[], url: string): Promise<void> {
-    for (const ref of refs) await this.bind(project, ref, hostOf(url));
+  /**
+   * At registration, for every secret an endpoint's headers or a model's key name (see bind). The
+   * answer undoes the bindings this call made, for a registration that then failed (a mistyped URL
+   * must not cost the user setting the secret again); one bound before stays.
+   */
+  async bindAll(project: string, refs: SecretRef[], url: string): Promise<() => Promise<void>> {
+    const host = hostOf(url);
+    const made: SecretRef[] = [];
+    const undo = async () => {
+      if (made.length === 0) return;
+      await this.db.tx(async (q, publish) => {
+        for (const ref of made) {
+          if ("secret" in ref) await q.run(SQL.unbind, [project, ref.secret, host]);
+          else await q.run(SQL.unbindGrant, [project, ref.env, host]);
+        }
+        publish(changed(project));
+      });
+    };
+    try {
+      for (const ref of refs) if (await this.bind(project, ref, host)) made.push(ref);
+    } catch (error) {
+      await undo();
+      throw error;
+    }
+    return undo;
   }
 
   /** At call time: an endpoint's secret headers for a request to its URL. */
@@ -245,39 +276,46 @@ export class Secrets {
       if (value === undefined) throw new SecretUnavailable(`${describeRef(ref)} cannot be read with this server's GRADEBOX_SECRETS_KEY`);
       return { value, host: row.host };
     }
-    const grant = await this.db.get<{ host: string | null }>(SQL.grant, [project, ref.env]);
+    const grant = await this.db.get<Grant>(SQL.grant, [project, ref.env]);
     const value = this.env[ref.env];
-    if (!value || (!grant && !this.granted(project, ref.env))) return undefined;
+    if (!value || !this.granted(project, ref.env, grant)) return undefined;
     return { value, host: grant?.host ?? null };
   }
 
-  private granted(project: string, name: string): boolean {
+  /** A server secret is the project's while the operator grants it, or since migration 0009 granted it. */
+  private granted(project: string, name: string, row: Grant | undefined): boolean {
+    if (row?.migrated) return true;
     const projects = this.grants.get(name);
     return projects !== undefined && (projects.has(project) || projects.has("*"));
   }
 
-  /** Binds `ref` to `host` when it is bound nowhere; its bound host afterwards, or undefined when the project cannot use it. */
-  private async bindOrRead(project: string, ref: SecretRef, host: string): Promise<string | undefined> {
+  /** Binds `ref` to `host` when it is bound nowhere; its bound host afterwards and whether this call bound it, or undefined when the project cannot use it. */
+  private async bindOrRead(project: string, ref: SecretRef, host: string): Promise<{ host: string; bound: boolean } | undefined> {
     return this.db.tx(async (q, publish) => {
       if ("secret" in ref) {
         const row = await q.get<Row>(SQL.get, [project, ref.secret]);
         if (!row) return undefined;
-        if (row.host !== null) return row.host;
+        if (row.host !== null) return { host: row.host, bound: false };
         // another node may have bound it since the read
-        if ((await q.run(SQL.bind, [host, project, ref.secret])) === 0)
-          return (await q.get<Row>(SQL.get, [project, ref.secret]))?.host ?? undefined;
+        if ((await q.run(SQL.bind, [host, project, ref.secret])) === 0) {
+          const again = (await q.get<Row>(SQL.get, [project, ref.secret]))?.host;
+          return again ? { host: again, bound: false } : undefined;
+        }
       } else {
         if (!this.env[ref.env]) return undefined;
-        const grant = await q.get<{ host: string | null }>(SQL.grant, [project, ref.env]);
-        if (grant?.host) return grant.host;
-        if (!grant && !this.granted(project, ref.env)) return undefined;
+        const grant = await q.get<Grant>(SQL.grant, [project, ref.env]);
+        if (!this.granted(project, ref.env, grant)) return undefined;
+        if (grant?.host) return { host: grant.host, bound: false };
         const written = grant
           ? await q.run(SQL.bindGrant, [host, project, ref.env])
           : await q.run(SQL.addGrant, [project, ref.env, host, new Date().toISOString()]);
-        if (written === 0) return (await q.get<{ host: string | null }>(SQL.grant, [project, ref.env]))?.host ?? undefined;
+        if (written === 0) {
+          const again = (await q.get<Grant>(SQL.grant, [project, ref.env]))?.host;
+          return again ? { host: again, bound: false } : undefined;
+        }
       }
       publish(changed(project));
-      return host;
+      return { host, bound: true };
     });
   }
 }

@@ -3,6 +3,7 @@
 from gradebox import Gradebox
 client = Gradebox()  # GRADEBOX_URL, GRADEBOX_PROJECT, GRADEBOX_API_KEY
 client.graders.grade("exact-match", {"turns": [...], "metadata": {...}})
+client.secrets.set("openai-key", os.environ["OPENAI_API_KEY"])  # for a model's apiKeySecret
 
 reward_fn = gradebox.reward_function("exact-match")  # for TRL's GRPOTrainer(reward_funcs=...)
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._version import __version__
-from .client import Gradebox, Graders
+from .client import Gradebox, Graders, Secrets
 from .errors import (
     GRADE_ERROR_CODES,
     APIConnectionError,
@@ -43,6 +44,7 @@ from .types import (
     GraderWithSource,
     GradeScore,
     Limits,
+    Secret,
     Thread,
     Turn,
 )
@@ -77,6 +79,8 @@ __all__ = [
     "RateLimitError",
     "RewardFunction",
     "Role",
+    "Secret",
+    "Secrets",
     "Thread",
     "Turn",
     "UnprocessableEntityError",

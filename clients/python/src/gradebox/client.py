@@ -21,14 +21,16 @@ from typing import TYPE_CHECKING, Any, cast
 from ._transport import ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
 from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, error_from_response
-from .types import GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Thread
+from .types import GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Secret, Thread
 
 if TYPE_CHECKING:
     from .reward import OnError, RewardFunction
 
-__all__ = ["Gradebox", "Graders"]
+__all__ = ["Gradebox", "Graders", "Secrets"]
 
 RETRY_STATUS = frozenset({408, 429, 502, 503, 504})
+#: answered with a status worth retrying, but only the operator can change them: a repeat would answer the same
+LASTING_CODES = frozenset({"SECRETS_NOT_CONFIGURED"})
 DEFAULT_URL = "http://127.0.0.1:8787"
 
 
@@ -93,6 +95,7 @@ class Gradebox:
     max_retries: int
     max_concurrency: int
     graders: Graders
+    secrets: Secrets
 
     def __init__(
         self,
@@ -124,6 +127,7 @@ class Gradebox:
         self._limits: Limits | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.graders = Graders(self)
+        self.secrets = Secrets(self)
 
     def __repr__(self) -> str:
         return f"Gradebox(base_url={self.base_url!r}, project={self.project!r})"
@@ -250,17 +254,17 @@ class Gradebox:
                     raise APIError(
                         response.status, "INVALID_RESPONSE", request_id, f"{method} {path}: the answer is not JSON: {text[:200]!r}"
                     ) from None
-            if can_retry and response.status in RETRY_STATUS:
-                wait = _retry_after(response.headers.get("retry-after"))
-                time.sleep(_backoff(attempt) if wait is None else wait)
-                attempt += 1
-                continue
             try:
                 problem = json.loads(text)
             except ValueError:
                 problem = None
             if not isinstance(problem, dict):
                 problem = {"detail": text[:500]} if text else {}
+            if can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
+                wait = _retry_after(response.headers.get("retry-after"))
+                time.sleep(_backoff(attempt) if wait is None else wait)
+                attempt += 1
+                continue
             if request_id is None and isinstance(problem.get("requestId"), str):
                 request_id = problem["requestId"]
             raise error_from_response(response.status, problem, request_id)
@@ -380,6 +384,42 @@ class Graders:
         pinned = first.version
         rest = list(self._client._pool().map(lambda group: send(group, pinned), groups[1:]))
         return [first, *rest]
+
+
+class Secrets:
+    """``client.secrets``: the project's secrets, values its models (``apiKeySecret``) and
+    endpoints (``headersSecret``) send. Write-only: a value is never returned, only its name, the
+    host it is bound to (None until a model or endpoint uses it) and its dates."""
+
+    def __init__(self, client: Gradebox) -> None:
+        self._client = client
+
+    def _path(self, name: str | None = None) -> str:
+        base = f"/v1/projects/{urllib.parse.quote(self._client.project, safe='')}/secrets"
+        return base if name is None else f"{base}/{urllib.parse.quote(name, safe='')}"
+
+    def set(self, name: str, value: str) -> Secret:
+        """Creates the secret or replaces its value (a rotation: the models and endpoints using
+        it send the new value from their next call). A new value is bound to no host until the
+        next model or endpoint that uses it binds it to theirs. BadRequestError for an empty
+        value, a line break or NUL, or over 8192 bytes of UTF-8; InternalServerError
+        (503 SECRETS_NOT_CONFIGURED, not retried) when the server has no secrets key."""
+        if not isinstance(value, str):
+            raise TypeError(f"a secret's value is a str, not {type(value).__name__}")
+        return cast(Secret, self._client._request("PUT", self._path(name), body={"value": value}, retry=True)[0])
+
+    def list(self) -> builtins.list[Secret]:
+        """Every secret of the project, sorted by name (never their values)."""
+        return cast("builtins.list[Secret]", self._client._request("GET", self._path(), retry=True)[0]["data"])
+
+    def get(self, name: str) -> Secret:
+        """One secret; NotFoundError (SECRET_NOT_FOUND) when the project has none of that name."""
+        return cast(Secret, self._client._request("GET", self._path(name), retry=True)[0])
+
+    def delete(self, name: str) -> None:
+        """Refused with ConflictError (SECRET_IN_USE; ``error.body["usedBy"]`` names them) while
+        a model or endpoint uses it."""
+        self._client._request("DELETE", self._path(name), retry=True)
 
 
 class _Chunk:

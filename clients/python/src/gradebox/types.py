@@ -16,6 +16,7 @@ __all__ = [
     "GraderWithSource",
     "Limits",
     "Role",
+    "Secret",
     "Thread",
     "Turn",
 ]
@@ -138,3 +139,14 @@ class Limits(TypedDict):
     maxSamples: int
     timeoutMs: int
     memoryMb: int
+
+
+class Secret(TypedDict):
+    """A project secret (``client.secrets``): its value is never returned."""
+
+    name: str
+    #: the host its value is sent to, bound by the first model or endpoint that uses it; None until then
+    host: str | None
+    createdAt: str
+    #: when the value was last set
+    updatedAt: str
