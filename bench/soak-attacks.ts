@@ -260,12 +260,12 @@ const templateBodies = once(() => {
   };
 });
 
-/** 4 threads with 2 MB of metadata each: an array of 1,000,000 zeros, which each of the schema's 40 branches scans */
+/** A thread with 2 MB of metadata (an array of 1,000,000 zeros, which each of the schema's 40 branches scans), then two small ones */
 const schemaBodies = once(() => {
   const turns = '[{"role":"user","content":"question"},{"role":"assistant","content":"answer"}]';
-  const metadata = `{"attack":1,"a":[${Array(1_000_000).fill(0).join(",")}]}`;
-  const thread = `{"turns":${turns},"metadata":${metadata}}`;
-  return { batch: `{"threads":[${[thread, thread, thread, thread]}]}`, batchScore: `{"requests":[${[thread, thread, thread, thread]}]}` };
+  const heavy = `{"turns":${turns},"metadata":{"attack":1,"a":[${Array(1_000_000).fill(0)}]}}`;
+  const small = `{"turns":${turns},"metadata":{"attack":1,"a":[1]}}`;
+  return { batch: `{"threads":[${heavy},${small},${small}]}`, batchScore: `{"requests":[${heavy},${small},${small}]}` };
 });
 
 /** 9.5 MiB: 1,000 threads of 400 turns each, every turn invalid (an unknown role, a number as content) */
@@ -336,6 +336,7 @@ const HOST_ATTACKS: AttackClass[] = [
     name: "8 template amplification",
     graders: {},
     async setup(ctx) {
+      templateBodies(); // built before the measurement
       const model = { key: "tmpl-model", baseURL: ctx.remotes.model.url, model: "judge", timeoutMs: 5000 };
       must(await ctx.request("setup", "POST", "/models", model), 201, "the attacker's model");
       const judge = { key: "tmpl-judge", judgeModel: "tmpl-model", criteria: "is it right", template: AMPLIFIER };
@@ -361,6 +362,7 @@ const HOST_ATTACKS: AttackClass[] = [
     name: "9 schema cost",
     graders: {},
     async setup(ctx) {
+      schemaBodies(); // built before the measurement
       const endpoint = { key: "schema-ep", url: ctx.remotes.schema.url, timeoutMs: 5000 };
       must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, "the endpoint with a costly schema");
     },
@@ -438,7 +440,7 @@ const HOST_ATTACKS: AttackClass[] = [
   {
     name: "13 big invalid bodies",
     graders: { "body-target": gated("return 1;") },
-    setup: async () => void invalidBody(),
+    setup: async () => void invalidBody(), // built before the measurement
     loops: 6,
     step: async (ctx) => {
       await ctx.request("grade-batch", "POST", "/graders/body-target/grade-batch", invalidBody());

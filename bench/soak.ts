@@ -70,8 +70,11 @@ const TARGETS = {
   workerRssMb: WORKER_BASE_MB + Number(CONFIG.GRADEBOX_WARM_HEAP_MB) + 2 * CALL_GROWTH_MB,
   secretLeaks: 0,
 };
-/** how long the API's RSS is given to come back near the baseline after a class */
-const RSS_BACK_MS = 10_000;
+/**
+ * How long the API's RSS is given to come back near the baseline after a class: V8 gives its heap
+ * back in a few garbage collections about 8 s apart once allocation slows (its memory reducer).
+ */
+const RSS_BACK_MS = 30_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number | undefined, d = 1) => (n === undefined || !Number.isFinite(n) ? undefined : +n.toFixed(d));
@@ -264,12 +267,16 @@ interface Row {
   rssPeakMb: number;
   /** after the class's teardown and the pool settled (waiting up to RSS_BACK_MS for it to come back) */
   rssAfterMb: number;
+  /** how long the RSS took to come back within the bound (RSS_BACK_MS: it did not) */
+  rssBackSeconds: number;
   /** the API's V8 heap (used, total) and external memory then, from /metrics */
   apiHeapAfterMb: { used?: number; total?: number; external?: number };
   /** the largest resident set any sandbox worker reached during the class (VmHWM, reset when the class starts) */
   workerRssPeakMb: number;
   /** the most file descriptors the API process had open at once (sampled) */
   apiFdsPeak: number;
+  /** the API's event loop's longest delay during the class (its /metrics): a stall of the server itself */
+  apiLoopLagMaxMs: number | null;
   /** requests reaching the attacker's servers, and answers of the API to the attacker, holding a value of the victim's */
   secretLeaks: number;
   /** per watched value, how many requests or answers held it during the class */
@@ -378,8 +385,17 @@ async function main(): Promise<void> {
     }
   };
 
-  /** From /metrics: worker restarts so far, and the API process's V8 heap and external memory now (MB). */
-  async function scrape(): Promise<{ restarts: number | null; heapUsedMb?: number; heapTotalMb?: number; externalMb?: number }> {
+  /**
+   * From /metrics: worker restarts so far, the API process's V8 heap and external memory now (MB),
+   * and its event loop's longest delay since the last scrape (prom-client starts it again each time).
+   */
+  async function scrape(): Promise<{
+    restarts: number | null;
+    heapUsedMb?: number;
+    heapTotalMb?: number;
+    externalMb?: number;
+    loopLagMaxMs?: number;
+  }> {
     const get = async (token: string) =>
       fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(30_000) });
     try {
@@ -400,6 +416,7 @@ async function main(): Promise<void> {
         heapUsedMb: mb("gradebox_api_nodejs_heap_size_used_bytes"),
         heapTotalMb: mb("gradebox_api_nodejs_heap_size_total_bytes"),
         externalMb: mb("gradebox_api_nodejs_external_memory_bytes"),
+        loopLagMaxMs: round((value("gradebox_api_nodejs_eventloop_lag_max_seconds") ?? Number.NaN) * 1000),
       };
     } catch {
       return { restarts: null };
@@ -653,7 +670,7 @@ async function main(): Promise<void> {
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, kb(pid, field) / 1024);
     for (const w of watched) workerPeak = Math.max(workerPeak, kb(w, field) / 1024);
-    const restartsAfter = (await scrape()).restarts;
+    const { restarts: restartsAfter, loopLagMaxMs } = await scrape();
     let quarantinedAt: string | null = null;
     let recentFaults: number | null = null;
     try {
@@ -676,11 +693,13 @@ async function main(): Promise<void> {
       setupErrors.push(`teardown: ${(e as Error).message}`);
     }
     await settle();
-    // back near the baseline: V8 gives memory back a while after a spike, so it is given RSS_BACK_MS
+    // back near the baseline: V8 gives memory back a while after a spike, so it is given up to RSS_BACK_MS
+    const backFrom = Date.now();
     let rssAfter = rssMb();
     const bound = (baselineRssMb ?? Number.POSITIVE_INFINITY) + TARGETS.apiRssOverBaselineMb;
     for (const end = Date.now() + RSS_BACK_MS; rssAfter > bound && Date.now() < end && alive(); rssAfter = rssMb()) await sleep(500);
     // what the RSS holds: V8's heap (live or not yet given back) or memory outside it
+    const rssBackSeconds = round((Date.now() - backFrom) / 1000) as number;
     const { heapUsedMb, heapTotalMb, externalMb } = await scrape();
 
     const failures: string[] = [];
@@ -725,9 +744,11 @@ async function main(): Promise<void> {
       rssBeforeMb: Math.round(rssBefore),
       rssPeakMb: Math.round(rssPeak),
       rssAfterMb: Math.round(rssAfter),
+      rssBackSeconds,
       apiHeapAfterMb: { used: heapUsedMb, total: heapTotalMb, external: externalMb },
       workerRssPeakMb: Math.round(workerPeak),
       apiFdsPeak: fdsPeak,
+      apiLoopLagMaxMs: loopLagMaxMs ?? null,
       secretLeaks: leaks,
       secretsSeen: seen,
       serverAlive: alive(),
@@ -743,7 +764,7 @@ async function main(): Promise<void> {
     log(
       `  ${failures.length ? `FAIL (${failures.join("; ")})` : "PASS"}: healthz max ${h.maxMs} ms, neighbour ${nb.p50Ms}/${nb.p99Ms}/${nb.maxMs} ms ` +
         `n=${nb.n} wrong=${nb.wrong} failed=${nb.failed}, restarts ${row.workerRestarts}, API RSS ${row.rssBeforeMb}→${row.rssAfterMb} MB ` +
-        `(peak ${row.rssPeakMb}; heap ${heapUsedMb}/${heapTotalMb}, external ${externalMb}), worker RSS peak ${row.workerRssPeakMb} MB, API fds peak ${fdsPeak}, drain ${row.drainSeconds} s, ` +
+        `(peak ${row.rssPeakMb}; after ${row.rssBackSeconds} s; heap ${heapUsedMb}/${heapTotalMb}, external ${externalMb}), worker RSS peak ${row.workerRssPeakMb} MB, API fds peak ${fdsPeak}, API event loop delay max ${row.apiLoopLagMaxMs} ms, drain ${row.drainSeconds} s, ` +
         `secrets seen ${JSON.stringify(seen)}, requests ${JSON.stringify(counts.requests)}, items ${JSON.stringify(counts.items)}`,
     );
     const graders = Object.entries(counts.byGrader);
@@ -812,15 +833,15 @@ async function main(): Promise<void> {
   const fewer = (r: Row) =>
     r.fewerWorkers.length === 0 ? "0" : `${r.fewerWorkers.reduce((a, d) => a + d.ms, 0)} / ${Math.max(...r.fewerWorkers.map((d) => d.ms))}`;
   const lines = [
-    "| class | s | /healthz p99 / max ms | neighbour p50 / p99 / max ms | neighbour calls (wrong, failed) | attacker requests | attacker items | worker restarts | < all workers ready: total / longest ms | neighbour quarantined | API RSS MB before → after (peak) | worker RSS peak MB | secrets leaked | probe lag ms | result |",
-    "|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---|",
+    "| class | s | /healthz p99 / max ms | neighbour p50 / p99 / max ms | neighbour calls (wrong, failed) | attacker requests | attacker items | worker restarts | < all workers ready: total / longest ms | neighbour quarantined | API RSS MB before → after (peak) | worker RSS peak MB | secrets leaked | API loop delay max ms | probe lag ms | result |",
+    "|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|",
   ];
   for (const r of rows) {
     const n = r.neighbour;
     lines.push(
       `| ${r.class} | ${r.seconds} | ${r.healthz.p99Ms} / ${r.healthz.maxMs} | ${n.p50Ms} / ${n.p99Ms} / ${n.maxMs} | ${n.n} (${n.wrong}, ${n.failed}) | ` +
         `${counted(r.attackerRequests)} | ${counted(r.attackerItems)} | ${r.workerRestarts ?? "?"} | ${fewer(r)} | ${r.neighbourQuarantinedAt ? `yes (${r.neighbourQuarantinedAt})` : "no"} | ` +
-        `${r.rssBeforeMb} → ${r.rssAfterMb} (${r.rssPeakMb}) | ${r.workerRssPeakMb} | ${r.secretLeaks} | ${r.probeLagMaxMs} | ${r.failures.length ? `FAIL: ${r.failures.join("; ")}` : "PASS"} |`,
+        `${r.rssBeforeMb} → ${r.rssAfterMb} (${r.rssPeakMb}) | ${r.workerRssPeakMb} | ${r.secretLeaks} | ${r.apiLoopLagMaxMs ?? "?"} | ${r.probeLagMaxMs} | ${r.failures.length ? `FAIL: ${r.failures.join("; ")}` : "PASS"} |`,
     );
   }
   const { commit, machine } = provenance();
@@ -831,7 +852,8 @@ async function main(): Promise<void> {
       `targets: /healthz max ≤ ${TARGETS.healthzMaxMs} ms; neighbour max ≤ ${TARGETS.neighbourMaxMs} ms, every score correct, never quarantined; ` +
       `no API crash; API RSS peak ≤ ${TARGETS.apiRssPeakMb} MB and within ${TARGETS.apiRssOverBaselineMb} MB of the baseline's after each class; ` +
       `every sandbox worker's RSS ≤ ${TARGETS.workerRssMb} MB; ${TARGETS.secretLeaks} secrets leaked to the attacker. ` +
-      `"probe lag" is how late a 10 ms timer of the soak's own probe thread fired at worst: stalls of this machine, not of the server\n`,
+      `"API loop delay" is the API process's longest event-loop delay (its own /metrics); "probe lag" is how late a 10 ms timer of ` +
+      `the soak's own probe thread fired at worst: stalls of this machine, not of the server\n`,
   );
   console.log(lines.join("\n"));
   console.log(`\n${failed.length === 0 ? "PASS: every class met every target" : `FAIL: ${failed.map((r) => r.class).join(", ")}`}`);
