@@ -106,7 +106,9 @@ export const PartOut = z
     pinned: z.boolean().describe("true when the part stays on `version`; false when it follows the part's current version"),
   })
   .describe("one part of a combined grader");
-export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
+/** the largest version number a request may name */
+export const MAX_VERSION = 1_000_000_000;
+export const VersionNumber = z.coerce.number().int().min(1).max(MAX_VERSION);
 
 export const Grader = z
   .object({
