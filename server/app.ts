@@ -9,6 +9,7 @@ import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCom
 import { z } from "zod";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import { authenticate, authenticateMetrics } from "./auth.ts";
+import { BodyBudget, registerBodyBudget } from "./body-budget.ts";
 import type { MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
@@ -58,6 +59,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     },
   });
   registerJsonParser(app);
+  registerBodyBudget(app, config, new BodyBudget(config));
   app.setValidatorCompiler(boundedValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
