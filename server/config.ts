@@ -19,8 +19,18 @@ const EnvSchema = z.object({
   GRADEBOX_WARM_HEAP_MB: int(384, 16, 65_536),
   GRADEBOX_BODY_LIMIT: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   // request body bytes held at once (body-budget.ts); unset: 64 MiB (at least 4 bodies of the limit), and half of that per project
-  GRADEBOX_BODY_BYTES_IN_FLIGHT: z.coerce.number().int().min(1024).max(64 * 1024 * 1024 * 1024).optional(),
-  GRADEBOX_BODY_BYTES_PER_PROJECT: z.coerce.number().int().min(1024).max(64 * 1024 * 1024 * 1024).optional(),
+  GRADEBOX_BODY_BYTES_IN_FLIGHT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024 * 1024)
+    .optional(),
+  GRADEBOX_BODY_BYTES_PER_PROJECT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024 * 1024)
+    .optional(),
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),

@@ -43,6 +43,9 @@ function send(s: TestServer, key: string, method: string, path: string, body?: s
   });
 }
 
+/** uploads still open when a test fails are cut before its server closes (which would wait for them) */
+const uploads = new Set<ClientRequest>();
+
 /** A chunked upload left open: it holds what it sent until it ends or is answered. */
 function openUpload(s: TestServer, key: string, path: string) {
   const req: ClientRequest = request(`${s.url}${path}`, {
@@ -59,6 +62,8 @@ function openUpload(s: TestServer, key: string, path: string) {
     });
     req.on("error", reject);
   });
+  uploads.add(req);
+  req.on("close", () => uploads.delete(req));
   let answered = false;
   answer.then(
     () => (answered = true),
@@ -249,7 +254,10 @@ describe("a real server with small body caps: who is refused, deterministically"
       assert.equal(created.status, 201, JSON.stringify(created.body));
     }
   });
-  after(() => s.close());
+  after(async () => {
+    for (const req of uploads) req.destroy();
+    await s.close();
+  });
 
   test("a project past its share gets 429 TOO_MANY_BODIES; past the server's total, anyone gets 503 BODY_CAPACITY; a small request still grades", async () => {
     const budget = s.app.bodyBudget;
