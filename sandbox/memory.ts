@@ -23,7 +23,11 @@ export interface MemoryBounds {
    * limit, so only memory outside isolated-vm's accounting can take a grader past it.
    */
   retained: number;
-  /** between calls, a worker past this is replaced: baseline + the warm-heap bound + callGrowth */
+  /**
+   * between calls, a worker past this is replaced: baseline + the warm-heap bound + idleSlack, what
+   * an idle worker may hold, so that with a call's growth on top it stays within what the
+   * deployment sizes a worker for (docs/DEPLOY.md: baseline + warm heap + idleSlack + callGrowth)
+   */
   recycleAt: number;
   /**
    * during a call, a worker past this is killed and the call blamed: recycleAt + callGrowth. A
@@ -37,15 +41,9 @@ export interface MemoryBounds {
 
 export function memoryBounds(limits: Pick<EngineLimits, "memoryMb" | "maxWarmHeapMb">, baseline: number): MemoryBounds {
   const callGrowth = (2 * limits.memoryMb + 64) * MB;
-  const recycleAt = baseline + limits.maxWarmHeapMb * MB + callGrowth;
-  return {
-    baseline,
-    callGrowth,
-    retained: callGrowth,
-    recycleAt,
-    ceiling: recycleAt + callGrowth,
-    idleSlack: Math.max(128, 2 * limits.memoryMb) * MB,
-  };
+  const idleSlack = Math.max(128, 2 * limits.memoryMb) * MB;
+  const recycleAt = baseline + limits.maxWarmHeapMb * MB + idleSlack;
+  return { baseline, callGrowth, retained: callGrowth, recycleAt, ceiling: recycleAt + callGrowth, idleSlack };
 }
 
 /** RSS a worker's warm isolates explain: past it, memory is held by what is gone or was never counted. */

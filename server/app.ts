@@ -4,26 +4,18 @@
 import { randomUUID } from "node:crypto";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
-import Fastify, {
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifySchemaCompiler,
-  type FastifySchemaValidationError,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
 import { authenticate, authenticateMetrics } from "./auth.ts";
+import { BodyBudget, registerBodyBudget } from "./body-budget.ts";
 import { bootstrapSecretsKey, type MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { registerConsole } from "./console.ts";
 import { egressAgent, egressPolicy } from "./egress.ts";
 import { Endpoints, MAX_ENDPOINT_RESPONSE_BYTES } from "./endpoints/endpoints.ts";
 import { AppError, type ErrorCode, FASTIFY_CODES, problem } from "./errors.ts";
-import { fastBodies } from "./fast-body.ts";
 import { Grading } from "./grading.ts";
 import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
@@ -41,6 +33,7 @@ import { SecretBox } from "./secrets/box.ts";
 import { parseGrants, Secrets } from "./secrets/secrets.ts";
 import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
+import { boundedValidatorCompiler, describeZodIssues } from "./validator.ts";
 
 export interface AppOptions {
   config: Config;
@@ -48,52 +41,6 @@ export interface AppOptions {
   pool: SandboxPool;
   /** the bearer token GET /metrics needs (bootstrapMetricsToken) */
   metricsToken: MetricsToken;
-}
-
-/** Validation issues a 400 lists one by one; the rest are counted (a batch can have a million). */
-export const MAX_LISTED_ISSUES = 20;
-const MAX_ISSUE_CHARS = 500;
-
-/** The mark hasZodFastifySchemaValidationErrors (fastify-type-provider-zod) recognises an issue by. */
-const ZOD_ISSUE = Symbol.for("ZodFastifySchemaValidationError");
-
-/**
- * fastify-type-provider-zod's validatorCompiler, except that only the first MAX_LISTED_ISSUES
- * issues are converted and handed on, with the count of all: a 10 MB batch whose every turn is
- * invalid has 330 000 issues, and converting them (then formatting them) took seconds.
- */
-const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> = ({ schema }) => {
-  // the grading routes' plain bodies skip zod (fast-body.ts); anything else is zod's to judge
-  const plain = fastBodies.get(schema);
-  return (data) => {
-    if (plain?.(data)) return { value: data };
-    const result = safeParse(schema, data);
-    if (!result.error) return { value: result.data };
-    const { issues } = result.error;
-    const listed: FastifySchemaValidationError[] = issues.slice(0, MAX_LISTED_ISSUES).map(({ code, path, message, ...params }) => ({
-      [ZOD_ISSUE]: true,
-      keyword: code,
-      instancePath: `/${path.join("/")}`,
-      schemaPath: `#/${path.join("/")}/${code}`,
-      message,
-      params,
-    }));
-    return { error: Object.assign(listed, { total: issues.length }) };
-  };
-};
-
-function describeZodIssues(error: FastifyError): string {
-  const issues = (
-    error as unknown as { validation: Array<{ instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } }> }
-  ).validation;
-  const where = (error as unknown as { validationContext?: string }).validationContext ?? "body";
-  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => {
-    const path = i.params?.issue?.path?.join(".") || i.instancePath?.replace(/^\//, "").replaceAll("/", ".") || "";
-    const text = `${where}${path ? `.${path}` : ""}: ${i.message}`;
-    return text.length > MAX_ISSUE_CHARS ? `${text.slice(0, MAX_ISSUE_CHARS)}…` : text;
-  });
-  const more = ((issues as { total?: number }).total ?? issues.length) - listed.length;
-  return more > 0 ? `${listed.join("; ")}; … and ${more} more issue${more === 1 ? "" : "s"}` : listed.join("; ");
 }
 
 export async function buildApp({ config, store, pool, metricsToken }: AppOptions): Promise<FastifyInstance> {
@@ -116,6 +63,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     },
   });
   registerJsonParser(app);
+  registerBodyBudget(app, config, new BodyBudget(config));
   app.setValidatorCompiler(boundedValidatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

@@ -20,6 +20,19 @@ const EnvSchema = z.object({
   GRADEBOX_WARM_ISOLATES: int(256, 1, 100_000),
   GRADEBOX_WARM_HEAP_MB: int(384, 16, 65_536),
   GRADEBOX_BODY_LIMIT: int(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  // request body bytes held at once (body-budget.ts); unset: 64 MiB (at least 4 bodies of the limit), and half of that per project
+  GRADEBOX_BODY_BYTES_IN_FLIGHT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024 * 1024)
+    .optional(),
+  GRADEBOX_BODY_BYTES_PER_PROJECT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024 * 1024)
+    .optional(),
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
@@ -84,6 +97,10 @@ export interface Config {
   /** heap (MB) all warm isolates of one worker may hold together */
   warmHeapMb: number;
   bodyLimit: number;
+  /** request body bytes the process holds at once, all projects together (body-budget.ts) */
+  bodyBytesInFlight: number;
+  /** request body bytes one project holds at once */
+  bodyBytesPerProject: number;
   maxBatch: number;
   maxTurns: number;
   /** characters per turn content */
@@ -114,6 +131,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration:\n${lines.join("\n")}`);
   }
   const e = parsed.data;
+  const bodyBytesInFlight = e.GRADEBOX_BODY_BYTES_IN_FLIGHT ?? Math.max(64 * 1024 * 1024, 4 * e.GRADEBOX_BODY_LIMIT);
+  const bodyBytesPerProject = e.GRADEBOX_BODY_BYTES_PER_PROJECT ?? Math.floor(bodyBytesInFlight / 2);
+  // a share below the body limit would refuse the largest bodies the limit allows, every time
+  if (bodyBytesPerProject < e.GRADEBOX_BODY_LIMIT || bodyBytesPerProject > bodyBytesInFlight) {
+    throw new Error(
+      "invalid configuration:\n  GRADEBOX_BODY_BYTES_PER_PROJECT: a project's share of request body bytes in flight " +
+        `(${bodyBytesPerProject}${e.GRADEBOX_BODY_BYTES_PER_PROJECT === undefined ? ", half of GRADEBOX_BODY_BYTES_IN_FLIGHT" : ""}) ` +
+        `must be at least GRADEBOX_BODY_LIMIT (${e.GRADEBOX_BODY_LIMIT}) and at most GRADEBOX_BODY_BYTES_IN_FLIGHT (${bodyBytesInFlight})`,
+    );
+  }
   return {
     host: e.GRADEBOX_HOST,
     port: e.GRADEBOX_PORT,
@@ -125,6 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     warmIsolates: e.GRADEBOX_WARM_ISOLATES,
     warmHeapMb: e.GRADEBOX_WARM_HEAP_MB,
     bodyLimit: e.GRADEBOX_BODY_LIMIT,
+    bodyBytesInFlight,
+    bodyBytesPerProject,
     maxBatch: e.GRADEBOX_MAX_BATCH,
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,

@@ -42,8 +42,10 @@ export const ERRORS = {
   ENDPOINT_UNAVAILABLE: { status: 502, title: "The external endpoint did not answer" },
   ENDPOINT_INVALID_RESPONSE: { status: 502, title: "The external endpoint's answer breaks the protocol" },
   VALIDATION_RATE_LIMITED: { status: 429, title: "Too many validations took their worker down" },
+  TOO_MANY_BODIES: { status: 429, title: "The project has too many request body bytes in flight" },
   INTERNAL: { status: 500, title: "Internal server error" },
   SANDBOX_UNAVAILABLE: { status: 503, title: "No sandbox worker is available" },
+  BODY_CAPACITY: { status: 503, title: "The server has too many request body bytes in flight" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

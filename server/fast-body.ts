@@ -3,7 +3,7 @@
 // almost every body is already exactly what zod would return. A fast check says "this body is
 // plain": only known keys, every value of the type and within the bounds zod's schema demands.
 // Then zod is skipped and the parsed body is used as it is. On any doubt (an unknown key, a
-// `version`, a wrong type, a bound reached) zod runs as before and words the error or strips
+// `version` as text, a wrong type, a bound reached) zod runs as before and words the error or strips
 // what it strips: the check decides only whether zod may be skipped, never what is refused.
 // (A plain body keeps its keys in the client's order, where zod's copy had the schema's: JSON
 // objects are unordered, and an endpoint grader receives the turns as the client sent them.)
@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { $ZodType } from "zod/v4/core";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
-import { MAX_METADATA_DEPTH, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
+import { MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
 
 const ROLE_SET: ReadonlySet<unknown> = new Set(ROLES);
 
@@ -49,17 +49,26 @@ function plainThread(config: Pick<Config, "maxTurns" | "maxContent">): (thread: 
   };
 }
 
-/** `{thread}`: POST …/grade without a pinned version */
-function plainGradeBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
-  const thread = plainThread(config);
-  return (body) => isPlainObject(body) && onlyKeys(body, ["thread"]) && thread(body.thread);
+/**
+ * An absent `version`, or a version as a number zod keeps as it is: an integer in VersionNumber's
+ * range (the SDK pins every part of a split batch but the first to a version; a version as text
+ * is zod's to coerce).
+ */
+function plainVersion(body: Record<string, unknown>): boolean {
+  const version = body.version;
+  if (version === undefined) return !("version" in body);
+  return typeof version === "number" && Number.isInteger(version) && version >= 1 && version <= MAX_VERSION;
 }
 
-/** `{threads}`: POST …/grade-batch without a pinned version */
-function plainBatchBody(config: Pick<Config, "maxTurns" | "maxContent">): (body: unknown) => boolean {
-  const thread = plainThread(config);
+/** `{thread, version?}`: POST …/grade */
+function plainGradeBody(thread: (thread: unknown) => boolean): (body: unknown) => boolean {
+  return (body) => isPlainObject(body) && onlyKeys(body, ["thread", "version"]) && plainVersion(body) && thread(body.thread);
+}
+
+/** `{threads, version?}`: POST …/grade-batch */
+function plainBatchBody(thread: (thread: unknown) => boolean): (body: unknown) => boolean {
   return (body) => {
-    if (!isPlainObject(body) || !onlyKeys(body, ["threads"])) return false;
+    if (!isPlainObject(body) || !onlyKeys(body, ["threads", "version"]) || !plainVersion(body)) return false;
     const threads = body.threads;
     if (!Array.isArray(threads) || threads.length < 1) return false;
     for (let i = 0; i < threads.length; i++) if (!thread(threads[i])) return false;
@@ -67,9 +76,14 @@ function plainBatchBody(config: Pick<Config, "maxTurns" | "maxContent">): (body:
   };
 }
 
-/** The bodies of POST …/grade and …/grade-batch (zod, for the OpenAPI document and every error), with their fast checks. */
+/**
+ * The bodies of POST …/grade and …/grade-batch and their thread (zod, for the OpenAPI document and
+ * every error), with their fast checks (the thread's also tells validator.ts which threads of a bad
+ * body it need not look into).
+ */
 export function gradeBodies(config: Pick<Config, "maxTurns" | "maxContent">) {
   const Thread = threadSchema(config);
+  const thread = plainThread(config);
   const version = VersionNumber.optional().describe("grade with this version (function graders); absent: the current one");
   const GradeBody = z.object({ thread: Thread, version }).describe("the thread to grade");
   const GradeBatchBody = z
@@ -78,7 +92,8 @@ export function gradeBodies(config: Pick<Config, "maxTurns" | "maxContent">) {
       version,
     })
     .describe("the threads to grade");
-  fastBodies.set(GradeBody, plainGradeBody(config));
-  fastBodies.set(GradeBatchBody, plainBatchBody(config));
-  return { GradeBody, GradeBatchBody };
+  fastBodies.set(Thread, thread);
+  fastBodies.set(GradeBody, plainGradeBody(thread));
+  fastBodies.set(GradeBatchBody, plainBatchBody(thread));
+  return { Thread, GradeBody, GradeBatchBody };
 }

@@ -106,7 +106,9 @@ export const PartOut = z
     pinned: z.boolean().describe("true when the part stays on `version`; false when it follows the part's current version"),
   })
   .describe("one part of a combined grader");
-export const VersionNumber = z.coerce.number().int().min(1).max(1_000_000_000);
+/** the largest version number a request may name */
+export const MAX_VERSION = 1_000_000_000;
+export const VersionNumber = z.coerce.number().int().min(1).max(MAX_VERSION);
 
 export const Grader = z
   .object({
@@ -199,15 +201,18 @@ const PROBLEM_EXTRAS = {
   expected: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample expects") },
   actual: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample got") },
   version: { codes: GRADE_ERROR_CODES, schema: z.number().describe("the version of the grader that failed") },
-  limit: { codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE"], schema: z.number().describe("the limit exceeded (bytes or threads)") },
+  limit: {
+    codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE", "TOO_MANY_BODIES", "BODY_CAPACITY"],
+    schema: z.number().describe("the limit exceeded (bytes or threads)"),
+  },
   size: { codes: ["SOURCE_TOO_LARGE"], schema: z.number().describe("the source's size in bytes of UTF-8") },
   usedBy: {
     codes: ["GRADER_IN_USE", "MODEL_IN_USE"],
     schema: z.array(z.string()).describe("the keys of the graders that use it: delete those first"),
   },
   retryAfter: {
-    codes: ["VALIDATION_RATE_LIMITED"],
-    schema: z.number().describe("seconds until the project may validate again (also the Retry-After header)"),
+    codes: ["VALIDATION_RATE_LIMITED", "TOO_MANY_BODIES", "BODY_CAPACITY"],
+    schema: z.number().describe("seconds to wait before retrying (also the Retry-After header)"),
   },
 } satisfies Record<string, { codes: readonly ErrorCode[]; schema: z.ZodType }>;
 
@@ -267,13 +272,18 @@ export function errorResponses(...codes: ErrorCode[]): Record<number, ErrorRespo
 export const AUTHENTICATED = ["UNAUTHORIZED", "INTERNAL"] as const satisfies readonly ErrorCode[];
 /** A route under /v1/projects/{project}: another project's path (404), a malformed path or query (400). */
 export const IN_PROJECT = [...AUTHENTICATED, "PROJECT_NOT_FOUND", "INVALID_REQUEST"] as const satisfies readonly ErrorCode[];
-/** A route that reads a JSON body: failing its schema, not JSON, not UTF-8, too large, or not application/json. */
+/**
+ * A route that reads a JSON body: failing its schema, not JSON, not UTF-8, too large, not
+ * application/json, or past the bytes of bodies in flight (the project's share, the server's total).
+ */
 export const WITH_BODY = [
   "INVALID_REQUEST",
   "INVALID_JSON",
   "INVALID_ENCODING",
   "BODY_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
+  "TOO_MANY_BODIES",
+  "BODY_CAPACITY",
 ] as const satisfies readonly ErrorCode[];
 /** Grading: a thread's error is the response's (graders.gradeBatch answers them per thread instead, in its 200). */
 export const GRADING = [...GRADE_ERROR_CODES, "GRADER_QUARANTINED", "SANDBOX_UNAVAILABLE"] as const satisfies readonly ErrorCode[];

@@ -11,6 +11,7 @@ import { dirname, join, posix, relative, resolve, sep } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
+import { memoryBounds } from "../sandbox/memory.ts";
 import { loadConfig } from "../server/config.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -851,15 +852,27 @@ test("the constants the checks use are the server's", () => {
     /GRADEBOX_TIMEOUT_MS/,
     "60 s is the largest time limit",
   );
-  const watchdog = read("sandbox/watchdog.ts");
-  assert.ok(
-    watchdog.includes("(2 * memoryMb + 64) * MB"),
-    "a call may grow a worker by 2 × the isolate limit + 64 MB (the formula's last term)",
-  );
-  assert.ok(
-    watchdog.includes("Math.max(128, 2 * memoryMb) * MB"),
-    "an idle worker is replaced past baseline + warm heap + max(128, 2 × limit)",
-  );
+  // the bounds a worker enforces on itself (sandbox/memory.ts), with a 1 GB baseline to read them by
+  const GB = 1024 ** 3;
+  const MiB = 1024 ** 2;
+  for (const memoryMb of [64, 256]) {
+    const b = memoryBounds({ memoryMb, maxWarmHeapMb: 384 }, GB);
+    assert.equal(
+      b.callGrowth,
+      (2 * memoryMb + 64) * MiB,
+      "a call may grow a worker by 2 × the isolate limit + 64 MB (the formula's last term)",
+    );
+    assert.equal(
+      b.idleSlack,
+      Math.max(128, 2 * memoryMb) * MiB,
+      "an idle worker is replaced past baseline + warm heap + max(128, 2 × limit)",
+    );
+    assert.equal(
+      b.ceiling,
+      GB + 384 * MiB + Math.max(128, 2 * memoryMb) * MiB + (2 * memoryMb + 64) * MiB,
+      "no worker outgrows the formula's per-worker terms: the watchdog's ceiling",
+    );
+  }
   assert.equal(config.port, 8787);
 });
 

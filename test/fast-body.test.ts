@@ -62,6 +62,10 @@ test("whatever the fast check passes, zod accepts unchanged; the plain bodies pa
   bodies.push(["grade: with a version", { thread: ok, version: 2 }, fastGrade, GradeBody]);
   bodies.push(["grade: a version as text", { thread: ok, version: "2" }, fastGrade, GradeBody]);
   bodies.push(["batch: with a version", { threads: [ok], version: 1 }, fastBatch, GradeBatchBody]);
+  for (const version of [0, 1.5, 1_000_000_001, -1, null, true, [1]]) {
+    bodies.push([`grade: version ${JSON.stringify(version)}`, { thread: ok, version }, fastGrade, GradeBody]);
+    bodies.push([`batch: version ${JSON.stringify(version)}`, { threads: [ok], version }, fastBatch, GradeBatchBody]);
+  }
   bodies.push(["batch: empty", { threads: [] }, fastBatch, GradeBatchBody]);
   bodies.push(["batch: threads an object", { threads: { 0: ok } }, fastBatch, GradeBatchBody]);
   bodies.push(["batch: a thread key", { thread: ok }, fastBatch, GradeBatchBody]);
@@ -83,14 +87,16 @@ test("whatever the fast check passes, zod accepts unchanged; the plain bodies pa
     "batch: no metadata",
     "batch: plain",
     "batch: turns at the limit",
+    "batch: with a version",
     "grade: content at the limit",
     "grade: empty metadata",
     "grade: metadata at the depth limit",
     "grade: no metadata",
     "grade: plain",
     "grade: turns at the limit",
+    "grade: with a version",
   ]);
-  assert.equal(passed, 12);
+  assert.equal(passed, 14);
 });
 
 test("the bench corpus, as JSON.parse makes it, takes the fast path (and zod agrees)", () => {

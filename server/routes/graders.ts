@@ -32,7 +32,6 @@ import {
   MAX_SAMPLES,
   ProjectParams,
   Source,
-  threadSchema,
   UpdateResult,
   VersionNumber,
   WITH_BODY,
@@ -96,8 +95,7 @@ function checkBatch(count: number, config: Config): void {
 
 export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, validations, grading }: GraderRoutesOptions) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const Thread = threadSchema(config);
-  const { GradeBody, GradeBatchBody } = gradeBodies(config);
+  const { Thread, GradeBody, GradeBatchBody } = gradeBodies(config);
   const Samples = z
     .array(
       z
