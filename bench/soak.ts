@@ -66,7 +66,10 @@ const TARGETS = {
   apiRssPeakMb: 1024,
   /** the API's RSS after each class, over the baseline class's */
   apiRssOverBaselineMb: 150,
-  /** a worker: its base, its warm isolates' heaps, and two calls' growth (the one stopped, and one beside it) */
+  /**
+   * a worker: its base, its warm isolates' heaps, and two calls' growth. The workers' own ceiling
+   * (sandbox/memory.ts) is within it: their baseline + the warm heap + an idle slack + one call's growth.
+   */
   workerRssMb: WORKER_BASE_MB + Number(CONFIG.GRADEBOX_WARM_HEAP_MB) + 2 * CALL_GROWTH_MB,
   secretLeaks: 0,
 };
