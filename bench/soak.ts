@@ -77,7 +77,7 @@ const TARGETS = {
  * How long the API's RSS is given to come back near the baseline after a class: V8 gives its heap
  * back in a few garbage collections about 8 s apart once allocation slows (its memory reducer).
  */
-const RSS_BACK_MS = 30_000;
+const RSS_BACK_MS = 20_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number | undefined, d = 1) => (n === undefined || !Number.isFinite(n) ? undefined : +n.toFixed(d));
