@@ -213,6 +213,8 @@ interface DockerContext {
   defaultPort: number;
   /** files in the build context, relative to the repo (a COPY of a missing one fails the build) */
   exists: (path: string) => boolean;
+  /** directories the image builds instead of copying, each with the script that builds it */
+  built: Map<string, string>;
 }
 
 const NPM_INSTALL = /\b(npm\s+(ci|install|i|add)|yarn\s+(install|add)|pnpm\s+(install|i|add))\b/;
@@ -283,6 +285,12 @@ function checkDockerfile(df: Dockerfile, ctx: DockerContext): string[] {
     }
   }
   for (const [path, from] of ctx.runtimePaths) {
+    const builder = [...ctx.built].find(([dir]) => path === dir || path.startsWith(`${dir}/`))?.[1];
+    if (builder) {
+      if (!final.body.some((i) => i.op === "RUN" && i.args.includes(builder)))
+        problems.push(`the image lacks ${path}, which ${from} loads at run time: RUN ${builder} in the final stage`);
+      continue;
+    }
     if (path === "node_modules" || path.startsWith("node_modules/")) {
       if (!modulesCopied) problems.push(`the image lacks ${path} (read by ${from})`);
       continue;
@@ -766,8 +774,8 @@ const packageJson = JSON.parse(read("package.json")) as {
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
 };
-/** What the image's CMD runs, the console bundle esbuild builds at start, and the `gradebox` command's keys/serve. */
-const RUNTIME_ENTRIES = ["server/main.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
+/** What the image's CMD runs, the console's build (run in the image; the server rebuilds it from console/ when stale), and the `gradebox` command's keys/serve. */
+const RUNTIME_ENTRIES = ["server/main.ts", "scripts/build-console.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
 
 function dockerContext(): DockerContext {
   return {
@@ -776,6 +784,7 @@ function dockerContext(): DockerContext {
     startScript: packageJson.scripts.start,
     defaultPort: config.port,
     exists: (path) => existsSync(join(root, path)),
+    built: new Map([["dist/console", "scripts/build-console.ts"]]),
   };
 }
 
@@ -1046,6 +1055,8 @@ const DOCKERFILE_MUTATIONS: Mutation<string, string>[] = [
   ["port not exposed", (s) => s.replace(/^EXPOSE .*$/m, "EXPOSE 8080"), /EXPOSE/],
   ["sandbox not copied", (s) => s.replace(/^COPY sandbox .*$/m, ""), /lacks sandbox\/.*at run time/],
   ["migrations not copied", (s) => s.replace(/^COPY migrations .*$/m, ""), /lacks migrations\//],
+  ["console not built", (s) => s.replace(/^RUN .*build-console.*$/m, ""), /lacks dist\/console.*RUN scripts\/build-console.ts/],
+  ["console builder not copied", (s) => s.replace(/^COPY scripts\/build-console.ts .*$/m, ""), /lacks scripts\/build-console.ts/],
   ["Node 20", (s) => s.replace("node:24-bookworm-slim", "node:20-bookworm-slim"), /Node 24/],
   ["STOPSIGNAL SIGKILL", (s) => s.replace("STOPSIGNAL SIGTERM", "STOPSIGNAL SIGKILL"), /STOPSIGNAL/],
 ];
