@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { decodeReply, encodeError, ReplyViolation } from "../sandbox/reply.ts";
+import { decodeReply, encodeError, ReplyViolation } from "../sandbox/isolate/reply.ts";
 import { Gradebox, GraderRuntimeError } from "../sdk/index.ts";
 import { call, startServer, type TestServer } from "./helpers.ts";
 

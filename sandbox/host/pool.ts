@@ -12,13 +12,13 @@ import { type ChildProcess, fork } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Readable } from "node:stream";
-import type { WireThread } from "../sdk/thread.ts";
-import { type PackedBatch, packBatch } from "./batch.ts";
-import { CHECKS, type CheckFailure, type GradeErrorCode, type GradeOutcome, SANDBOX_ERROR_CODES } from "./checks.ts";
-import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "./engine.ts";
-import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "./protocol.ts";
-import { MAX_MESSAGE, MAX_RESULT } from "./reply.ts";
-import { hardDeadline, VERDICT_FD, type Verdict } from "./watchdog.ts";
+import type { WireThread } from "../../sdk/thread.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "../isolate/reply.ts";
+import { type PackedBatch, packBatch } from "../protocol/batch.ts";
+import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "../protocol/worker.ts";
+import { CHECKS, type CheckFailure, type GradeErrorCode, type GradeOutcome, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
+import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "../worker/engine.ts";
+import { hardDeadline, VERDICT_FD, type Verdict } from "../worker/watchdog.ts";
 
 export interface PoolOptions {
   /** grading workers */
@@ -39,7 +39,7 @@ export class SandboxCrashError extends Error {
 /** The pool is shut down: no request can be served. */
 export class SandboxUnavailableError extends Error {}
 
-const WORKER = new URL("./worker.ts", import.meta.url);
+const WORKER = new URL("../worker/worker.ts", import.meta.url);
 const TSX = import.meta.resolve("tsx");
 const RECENT_MAX = 512;
 /** A grader is trusted after this many jobs without a timeout, OOM or crash… */

@@ -1,8 +1,8 @@
 // Messages between the pool (server process) and a sandbox worker process, over Node IPC, and
 // the verdict lines the worker's watchdog writes to its own pipe (watchdog.ts).
 
+import type { EngineLimits, GraderCode, SliceOptions, SliceResult, ValidationResult } from "../worker/engine.ts";
 import type { PackedBatch } from "./batch.ts";
-import type { EngineLimits, GraderCode, SliceOptions, SliceResult, ValidationResult } from "./engine.ts";
 
 export type WorkerRequest =
   /** grade `batch` from item `from` on, for one slice (the reply may carry `retire` and `fault`: see SliceResult) */

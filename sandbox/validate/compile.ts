@@ -37,7 +37,7 @@ const virtualModules: Record<string, string> = {
   gradebox: "export const StringThread = globalThis.StringThread;",
 };
 const libraryFiles: Record<string, string> = {
-  "gradebox/graders": new URL("../sdk/graders.ts", import.meta.url).pathname,
+  "gradebox/graders": new URL("../../sdk/graders.ts", import.meta.url).pathname,
 };
 const allowed = new Set<string>(IMPORT_ALLOW_LIST);
 
@@ -139,7 +139,7 @@ export async function bundle(code: string, edit: SourceEdit = UNEDITED): Promise
 export function bundlePrelude(): string {
   const result = esbuild.buildSync({
     ...SCRIPT,
-    entryPoints: [new URL("./prelude.ts", import.meta.url).pathname],
+    entryPoints: [new URL("../isolate/prelude.ts", import.meta.url).pathname],
   });
   return result.outputFiles[0].text;
 }

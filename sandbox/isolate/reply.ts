@@ -17,7 +17,7 @@
 // The encoders run inside the isolate (bundled into the prelude) and use only `+` on primitive
 // strings and numbers, which consults nothing grader code can replace.
 
-import { type GradeOutcome, type GradeScore, SANDBOX_ERROR_CODES, type SandboxErrorCode } from "./checks.ts";
+import { type GradeOutcome, type GradeScore, SANDBOX_ERROR_CODES, type SandboxErrorCode } from "../validate/checks.ts";
 
 /** JSON characters of one structured result (reason, metadata, subscores included) */
 export const MAX_RESULT = 16 * 1024;

@@ -7,8 +7,8 @@
 // replace JSON.parse, Array.prototype.push or Date.now. What leaves the isolate is one string
 // built with `+` from primitives (reply.ts), which the host reads strictly.
 
-import { adoptThread, StringThread } from "../sdk/thread.ts";
-import { BatchReader } from "./batch.ts";
+import { adoptThread, StringThread } from "../../sdk/thread.ts";
+import { BatchReader } from "../protocol/batch.ts";
 import { encodeError, encodeNumber, encodeResult, MAX_MESSAGE, MAX_POSITION, MAX_RESULT } from "./reply.ts";
 import { SLOT } from "./slot.ts";
 

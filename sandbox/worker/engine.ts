@@ -9,13 +9,13 @@
 import v8 from "node:v8";
 import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
-import { type PackedBatch, packBatch } from "./batch.ts";
-import type { CheckFailure, GradeErrorCode, GradeOutcome } from "./checks.ts";
-import { MOCK_THREAD } from "./checks.ts";
-import { bundle, bundlePrelude, checkSyntax, splitCompiled } from "./compile.ts";
+import { type DecodedReply, decodeReply, ReplyViolation } from "../isolate/reply.ts";
+import { type PackedBatch, packBatch } from "../protocol/batch.ts";
+import type { CheckFailure, GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import { MOCK_THREAD } from "../validate/checks.ts";
+import { bundle, bundlePrelude, checkSyntax, splitCompiled } from "../validate/compile.ts";
+import { checkNesting } from "../validate/source-bounds.ts";
 import { explainedRss, type MemoryBounds, residentBytes } from "./memory.ts";
-import { type DecodedReply, decodeReply, ReplyViolation } from "./reply.ts";
-import { checkNesting } from "./source-bounds.ts";
 
 export interface EngineLimits {
   /** per grading call, covering sync code, microtasks and promises that never settle */
@@ -569,7 +569,7 @@ export class Engine {
     const syntax = await this.withinParseDeadline(checkSyntax(source));
     if (syntax) return { ok: false, failure: syntax };
     // the TypeScript compiler is loaded only where validations run: it would double a grading worker's memory
-    const { analyze } = await import("./analyze.ts");
+    const { analyze } = await import("../validate/analyze.ts");
     const analysis = analyze(source);
     if ("check" in analysis) return { ok: false, failure: analysis };
     const built = await this.withinParseDeadline(bundle(analysis.code, analysis.edit));

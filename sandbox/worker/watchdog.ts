@@ -14,8 +14,8 @@
 
 import { readFileSync, writeSync } from "node:fs";
 import { isMainThread, workerData } from "node:worker_threads";
+import { SLOT } from "../isolate/slot.ts";
 import { explainedRss, type MemoryBounds } from "./memory.ts";
-import { SLOT } from "./slot.ts";
 
 export interface WatchdogOptions {
   slot: SharedArrayBuffer;

@@ -5,7 +5,7 @@
 //
 // packBatch runs on the host; BatchReader runs inside the isolate (bundled into the prelude).
 
-import { type Metadata, ROLES, type Turn, type WireTurn } from "../sdk/thread.ts";
+import { type Metadata, ROLES, type Turn, type WireTurn } from "../../sdk/thread.ts";
 
 export interface PackedBatch {
   count: number;
