@@ -2,8 +2,8 @@
 // model, a combined grader through its parts (which may be either).
 
 import type { SandboxPool } from "../sandbox/host/pool.ts";
+import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
-import type { GraderCode } from "../sandbox/worker/engine.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { gradeCombined } from "./combined.ts";
 import type { Endpoints } from "./endpoints/endpoints.ts";

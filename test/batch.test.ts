@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { BatchReader, packBatch } from "../sandbox/protocol/batch.ts";
+import { BatchReader } from "../sandbox/isolate/batch-reader.ts";
+import { packBatch } from "../sandbox/protocol/batch.ts";
 import { Engine } from "../sandbox/worker/engine.ts";
 import { ROLES, type WireThread } from "../sdk/thread.ts";
 import { call, startServer, type TestServer, thread } from "./helpers.ts";

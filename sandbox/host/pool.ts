@@ -13,12 +13,27 @@ import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { Readable } from "node:stream";
 import type { WireThread } from "../../sdk/thread.ts";
-import { MAX_MESSAGE, MAX_RESULT } from "../isolate/reply.ts";
 import { type PackedBatch, packBatch } from "../protocol/batch.ts";
-import { LIMITS_ENV, ROLE_ENV, type WorkerHello, type WorkerNotice, type WorkerReply, type WorkerRequest } from "../protocol/worker.ts";
+import {
+  MAX_MESSAGE,
+  MAX_RESULT,
+  type ValidationResult,
+  VERDICT_FD,
+  type Verdict,
+  type WorkerHello,
+  type WorkerReply,
+} from "../protocol/replies.ts";
+import {
+  type EngineLimits,
+  type GraderCode,
+  hardDeadline,
+  LIMITS_ENV,
+  ROLE_ENV,
+  type SliceOptions,
+  type WorkerNotice,
+  type WorkerRequest,
+} from "../protocol/requests.ts";
 import { CHECKS, type CheckFailure, type GradeErrorCode, type GradeOutcome, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
-import type { EngineLimits, GraderCode, SliceOptions, ValidationResult } from "../worker/engine.ts";
-import { hardDeadline, VERDICT_FD, type Verdict } from "../worker/watchdog.ts";
 
 export interface PoolOptions {
   /** grading workers */

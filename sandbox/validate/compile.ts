@@ -1,5 +1,6 @@
-// esbuild: the syntax check on the source as submitted, and the bundle that becomes one
-// self-contained script per grader (an IIFE with no imports left in it).
+// esbuild: the syntax check on the source as submitted, the bundle that becomes one
+// self-contained script per grader (an IIFE with no imports left in it), and the bundle of the
+// isolate's prelude (isolate/prelude.ts), built the same way.
 
 import { decode, encode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import * as esbuild from "esbuild";

@@ -1,7 +1,7 @@
 // The engine: owns isolates inside one sandbox worker process. One isolate per grader, kept
 // warm in an LRU map bounded by count and by heap bytes, rebuilt after any disposal. Only
-// strings and numbers cross into an isolate (a batch crosses packed, see batch.ts) and one
-// string crosses out (reply.ts), read strictly; the References the host keeps point at
+// strings and numbers cross into an isolate (a batch crosses packed, see protocol/batch.ts) and
+// one string crosses out (isolate/reply.ts), read strictly (reply-reader.ts); the References the host keeps point at
 // trusted prelude functions. With the worker's memory bounds (memory.ts) every call's growth of
 // the process is charged to its isolate: one that keeps too much outside its heap is disposed
 // and blamed, and a worker past its recycle bound says it is to be replaced.
@@ -9,35 +9,15 @@
 import v8 from "node:v8";
 import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
-import { type DecodedReply, decodeReply, ReplyViolation } from "../isolate/reply.ts";
 import { type PackedBatch, packBatch } from "../protocol/batch.ts";
+import type { SliceResult, ValidationResult } from "../protocol/replies.ts";
+import type { EngineLimits, GraderCode, SliceOptions } from "../protocol/requests.ts";
 import type { CheckFailure, GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
 import { MOCK_THREAD } from "../validate/checks.ts";
 import { bundle, bundlePrelude, checkSyntax, splitCompiled } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
 import { explainedRss, type MemoryBounds, residentBytes } from "./memory.ts";
-
-export interface EngineLimits {
-  /** per grading call, covering sync code, microtasks and promises that never settle */
-  timeoutMs: number;
-  memoryMb: number;
-  /** warm isolates kept per worker */
-  maxWarm: number;
-  /** heap bytes (MB) all warm isolates of a worker may hold together */
-  maxWarmHeapMb: number;
-}
-
-export interface GraderCode {
-  /** identifies one stored grader version: isolates are never shared across graders */
-  id: string;
-  /** the project the grader belongs to (scheduling and blame are per project) */
-  project: string;
-  compiled: string;
-}
-
-export type ValidationResult =
-  | { ok: true; compiled: string; warnings: string[]; results?: GradeOutcome[] }
-  | { ok: false; failure: CheckFailure };
+import { type DecodedReply, decodeReply, ReplyViolation } from "./reply-reader.ts";
 
 /** Where the engine announces each isolate call, so the worker's watchdog can bound it. */
 export interface CallWatch {
@@ -49,7 +29,7 @@ const UNWATCHED: CallWatch = { begin() {}, end() {} };
 
 export interface EngineHooks {
   watch?: CallWatch;
-  /** shared memory (slot.ts) each isolate's prelude writes the item it is grading into */
+  /** shared memory (isolate/slot.ts) each isolate's prelude writes the item it is grading into */
   progress?: SharedArrayBuffer;
   /** told the heap bytes of warm isolates whenever they change */
   onWarmHeap?: (bytes: number) => void;
@@ -58,28 +38,6 @@ export interface EngineHooks {
    * charged to its isolate, and the engine says when the worker should be replaced
    */
   bounds?: MemoryBounds;
-}
-
-export interface SliceOptions {
-  /** grade exactly one item (the pool is looking for the item that took a worker down) */
-  single: boolean;
-  /** stop starting calls after this long (the pool re-queues the rest, so other projects get a turn) */
-  sliceMs: number;
-  /** consecutive items stopped by a limit at the end of what was graded before this slice */
-  limitsInARow: number;
-  /** grade no item at or past this index (an item that took a worker down is not tried again) */
-  end: number;
-}
-
-export interface SliceResult {
-  /** outcomes of items from, from+1, …: the whole rest of the batch or a prefix of it */
-  outcomes: GradeOutcome[];
-  /** set when the isolate broke the reply format: the grader's fault, counted as one */
-  violation?: string;
-  /** set when the grader's isolate kept more memory than it may (GRADER_MEMORY_LIMIT): the grader's fault, counted as one */
-  fault?: string;
-  /** the worker holds more memory than it should: replace it (the slice ended early) */
-  retire?: true;
 }
 
 /** After this many items in a row stopped by a limit (time or memory), the rest of a batch fails fast instead of costing a limit each. */

@@ -6,15 +6,8 @@
 
 import { Worker } from "node:worker_threads";
 import { SLOT } from "../isolate/slot.ts";
-import {
-  type EngineLimits,
-  LIMITS_ENV,
-  ROLE_ENV,
-  type WorkerHello,
-  type WorkerNotice,
-  type WorkerReply,
-  type WorkerRequest,
-} from "../protocol/worker.ts";
+import type { WorkerHello, WorkerReply } from "../protocol/replies.ts";
+import { type EngineLimits, LIMITS_ENV, ROLE_ENV, type WorkerNotice, type WorkerRequest } from "../protocol/requests.ts";
 import { Engine } from "./engine.ts";
 import { memoryBounds, residentBytes } from "./memory.ts";
 import type { WatchdogOptions } from "./watchdog.ts";

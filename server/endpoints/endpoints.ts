@@ -6,7 +6,7 @@
 // else, one response per request in order, finite rewards, bounded sizes.
 
 import { type Dispatcher, fetch as undiciFetch } from "undici";
-import { MAX_RESULT } from "../../sandbox/isolate/reply.ts";
+import { MAX_RESULT } from "../../sandbox/protocol/replies.ts";
 import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { AppError } from "../errors.ts";

@@ -1,0 +1,70 @@
+// Inside the isolate (bundled into the prelude): random access to the threads of a packed batch
+// (protocol/batch.ts), each decoded when it is asked for. Only `head` is parsed; a turn's content
+// is a slice of `text`, which V8 shares with its parent rather than copying.
+
+import { ROLES, type Turn } from "../../sdk/thread.ts";
+
+// Captured when the module loads, which in an isolate is before any grader code runs: a grader
+// that replaces JSON.parse or String.prototype.slice, or puts index setters on Array.prototype,
+// still gets its next thread intact.
+const jsonParse = JSON.parse;
+const sliceString = Function.prototype.call.bind(String.prototype.slice) as (text: string, start: number, end: number) => string;
+const defineProperty = Object.defineProperty;
+const Offsets = Float64Array;
+const ArrayCtor = Array;
+
+/** Random access to the threads of a packed batch; each thread is decoded when it is asked for. */
+export class BatchReader {
+  private readonly nums: number[];
+  private readonly metadata: Array<Record<string, unknown> | null>;
+  /** per thread: where its numbers start in `nums`, and its contents in `text` */
+  private readonly numAt: Float64Array;
+  private readonly textAt: Float64Array;
+
+  constructor(
+    head: string,
+    private readonly text: string,
+  ) {
+    const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>];
+    this.nums = parsed[0];
+    this.metadata = parsed[1];
+    const count = this.metadata.length;
+    this.numAt = new Offsets(count);
+    this.textAt = new Offsets(count);
+    for (let t = 0, n = 0, pos = 0; t < count; t++) {
+      this.numAt[t] = n;
+      this.textAt[t] = pos;
+      const turns = this.nums[n++];
+      for (let i = 0; i < turns; i++, n += 2) pos += this.nums[n + 1];
+    }
+  }
+
+  get count(): number {
+    return this.metadata.length;
+  }
+
+  turns(t: number): Turn[] {
+    const nums = this.nums;
+    let n = this.numAt[t];
+    let pos = this.textAt[t];
+    const count = nums[n++];
+    const turns: Turn[] = new ArrayCtor(count);
+    for (let i = 0; i < count; i++) {
+      const end = pos + nums[n + 1];
+      // defineProperty, not turns[i] =: an assignment would run a setter on Array.prototype
+      defineProperty(turns, i, {
+        value: [ROLES[nums[n]], sliceString(this.text, pos, end)],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+      pos = end;
+      n += 2;
+    }
+    return turns;
+  }
+
+  metadataOf(t: number): Record<string, unknown> {
+    return this.metadata[t] ?? {};
+  }
+}
