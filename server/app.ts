@@ -15,7 +15,8 @@ import Fastify, {
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type $ZodType, safeParse } from "zod/v4/core";
-import { type SandboxPool, SandboxUnavailableError } from "../sandbox/host/pool.ts";
+import type { SandboxPool } from "../sandbox/host/pool.ts";
+import { SandboxUnavailableError } from "../sandbox/host/sandbox.ts";
 import { authenticate, authenticateMetrics } from "./auth.ts";
 import { bootstrapSecretsKey, type MetricsToken } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
