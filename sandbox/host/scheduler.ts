@@ -30,7 +30,9 @@ import {
 } from "./tasks.ts";
 import { Trust } from "./trust.ts";
 
+/** graders each worker remembers having run, so a grader goes back to a worker that holds it warm */
 const RECENT_MAX = 512;
+/** outcomes that cost a grader its trust (trust.ts) */
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
 
 export class Scheduler {
