@@ -11,7 +11,7 @@ import { dirname, join, posix, relative, resolve, sep } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { memoryBounds } from "../sandbox/memory.ts";
+import { memoryBounds } from "../sandbox/worker/memory.ts";
 import { loadConfig } from "../server/config.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -32,7 +32,7 @@ const MiB = 1024 * 1024;
 const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGradingWorker: 100 };
 
 /**
- * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/watchdog.ts): idle,
+ * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/worker/watchdog.ts): idle,
  * it is replaced once its RSS passes baseline + warm heap + max(128 MB, 2 × isolate limit); during
  * a call it is killed once the call grew it by 2 × isolate limit + 64 MB. Warm heap is at most
  * GRADEBOX_WARM_HEAP_MB.
@@ -812,7 +812,7 @@ test("the Dockerfile: multi-stage, production dependencies, non-root, --no-node-
 test("the run-time closure finds what the server loads, and every package it imports is a dependency", () => {
   const { paths, packages } = runtimeClosure(RUNTIME_ENTRIES);
   // the walk reaches the forked worker, its watchdog, the migrations and the console's files
-  for (const path of ["sandbox/worker.ts", "sandbox/watchdog.ts", "sdk/graders.ts", "console/index.html", "cli/main.ts"]) {
+  for (const path of ["sandbox/worker/worker.ts", "sandbox/worker/watchdog.ts", "sdk/graders.ts", "console/index.html", "cli/main.ts"]) {
     assert.ok(paths.has(path), `${path} is in the closure`);
   }
   assert.ok(
@@ -861,7 +861,7 @@ test("the constants the checks use are the server's", () => {
     /GRADEBOX_TIMEOUT_MS/,
     "60 s is the largest time limit",
   );
-  // the bounds a worker enforces on itself (sandbox/memory.ts), with a 1 GB baseline to read them by
+  // the bounds a worker enforces on itself (sandbox/worker/memory.ts), with a 1 GB baseline to read them by
   const GB = 1024 ** 3;
   const MiB = 1024 ** 2;
   for (const memoryMb of [64, 256]) {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { SandboxPool } from "../sandbox/pool.ts";
+import { SandboxPool } from "../sandbox/host/pool.ts";
 import { buildApp } from "../server/app.ts";
 import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { type Config, loadConfig, poolOptions } from "../server/config.ts";
