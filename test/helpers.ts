@@ -40,7 +40,10 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
   const config = loadConfig({
     GRADEBOX_DB: testPostgres ? await createDatabase(testPostgres) : join(dir, "gradebox.db"),
     // with PostgreSQL the token file would go to ./data: one set here keeps the checkout clean
-    ...(testPostgres ? { GRADEBOX_METRICS_TOKEN: `test-metrics-${randomBytes(12).toString("hex")}` } : {}),
+    // and PostgreSQL's nodes share a secrets key only the operator can give
+    ...(testPostgres
+      ? { GRADEBOX_METRICS_TOKEN: `test-metrics-${randomBytes(12).toString("hex")}`, GRADEBOX_SECRETS_KEY: randomBytes(32).toString("hex") }
+      : {}),
     GRADEBOX_LOG_LEVEL: "silent",
     GRADEBOX_WORKERS: "2",
     GRADEBOX_PORT: "0",
