@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
 
 /**
  * Resident memory (MiB) measured in this repository, which the pod's memory limit is computed
- * from (docs/DEPLOY.md): the README's "Benchmark" section, `rssWith1000GradersByProcessMB` at
+ * from (docs/DEPLOY.md): docs/benchmarks.md, `rssWith1000GradersByProcessMB` at
  * commit 64da0ba (1,000 graders invoked, 2 grading workers: api 410, validation worker 241,
  * other 19 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
  * ("# worker RSS: 100 MB before"). They are copied here from those runs, not measured by this test.
