@@ -3,7 +3,8 @@
 #   docker build -t gradebox:0.1.0 .
 # Stage `deps` installs the production dependencies only; isolated-vm and better-sqlite3 ship
 # prebuilt binaries (glibc and musl, x64 and arm64) in their npm packages, so no compiler is
-# needed. Stage `runtime` copies those and the server's sources, drops npm, and runs as UID 10001.
+# needed. Stage `runtime` copies those and the server's sources, builds the web console, drops npm
+# and runs as UID 10001.
 # test/deploy.test.ts parses this file: keep every instruction on its own line(s).
 
 ARG NODE_IMAGE=node:24-bookworm-slim
@@ -35,6 +36,9 @@ COPY migrations ./migrations
 COPY sandbox ./sandbox
 COPY sdk ./sdk
 COPY server ./server
+COPY scripts/build-console.ts ./scripts/
+# The console (dist/console) is built here, as root: the server cannot write /app.
+RUN node --import tsx scripts/build-console.ts
 USER 10001:10001
 EXPOSE 8787
 STOPSIGNAL SIGTERM

@@ -3,9 +3,13 @@
 # native modules: no compiler needed).
 export PATH := $(CURDIR)/.node/bin:$(PATH)
 NODE := node --no-node-snapshot --import tsx
-TESTS := $(sort $(wildcard test/*.test.ts))
+# FILES="test/a.test.ts …" runs only those (make test, test-fast and test-postgres alike)
+ALL_TESTS := $(sort $(wildcard test/*.test.ts))
+TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
+# the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
+SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap))
 
-.PHONY: install run test test-postgres check bench soak clean package
+.PHONY: install run test test-fast test-postgres check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -33,6 +37,11 @@ test: check
 	scripts/ensure-postgres.sh
 	scripts/ensure-haproxy.sh
 	$(NODE) --test --test-concurrency=1 $(TESTS)
+
+# The quick loop while working: type check, lint and every suite but the slow ones, without the
+# apt installs (FILES= still picks files).
+test-fast: check
+	$(NODE) --test --test-concurrency=1 $(if $(FILES),$(FILES),$(filter-out $(SLOW_TESTS),$(ALL_TESTS)))
 
 # The suite again on PostgreSQL: every server a test starts gets a database of its own in a
 # throwaway cluster (scripts/test-postgres.ts). FILES="test/a.test.ts …" runs only those.

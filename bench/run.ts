@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import vm from "node:vm";
-import { SandboxPool } from "../sandbox/pool.ts";
+import { SandboxPool } from "../sandbox/host/pool.ts";
 import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/helpers.ts";

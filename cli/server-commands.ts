@@ -48,7 +48,7 @@ const INIT_HELP = "create the database if it does not exist (without it, a missi
 export function addServerCommands(program: Command): void {
   const serve = program
     .command("serve")
-    .description("start the server (configured by GRADEBOX_* environment variables; see the README)")
+    .description("start the server (configured by GRADEBOX_* environment variables; see docs/configuration.md)")
     .action(() => {
       const child = spawn(
         process.execPath,

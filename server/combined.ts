@@ -2,7 +2,7 @@
 // parts in the sandbox pool, judge parts against their models), then each item's part scores
 // are combined with gradebox/graders' rules.
 
-import type { GradeOutcome } from "../sandbox/checks.ts";
+import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import type { CombineMode, ResolvedPart } from "./store.ts";

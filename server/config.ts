@@ -2,7 +2,7 @@
 
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import type { EngineLimits } from "../sandbox/engine.ts";
+import type { EngineLimits } from "../sandbox/protocol/requests.ts";
 import { egressPolicy } from "./egress.ts";
 import { parseSecretsKey } from "./secrets/box.ts";
 import { parseGrants } from "./secrets/secrets.ts";

@@ -1,9 +1,9 @@
 // Grading with any stored grader: a function grader in the sandbox pool, a judge against its
 // model, a combined grader through its parts (which may be either).
 
-import type { GradeOutcome } from "../sandbox/checks.ts";
-import type { GraderCode } from "../sandbox/engine.ts";
-import type { SandboxPool } from "../sandbox/pool.ts";
+import type { SandboxPool } from "../sandbox/host/pool.ts";
+import type { GraderCode } from "../sandbox/protocol/requests.ts";
+import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { gradeCombined } from "./combined.ts";
 import type { Endpoints } from "./endpoints/endpoints.ts";

@@ -1,6 +1,6 @@
 // The entry point: config, store, sandbox pool, app; listens, and shuts down gracefully.
 
-import { SandboxPool } from "../sandbox/pool.ts";
+import { SandboxPool } from "../sandbox/host/pool.ts";
 import { buildApp } from "./app.ts";
 import { bootstrapDefaultKey, bootstrapMetricsToken } from "./bootstrap.ts";
 import { loadConfig, poolOptions } from "./config.ts";

@@ -1,8 +1,8 @@
 // Prometheus metrics (prom-client), one registry per app. Scraped at GET /metrics.
 
 import client from "prom-client";
-import type { GradeOutcome } from "../sandbox/checks.ts";
-import type { SandboxPool } from "../sandbox/pool.ts";
+import type { SandboxPool } from "../sandbox/host/pool.ts";
+import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 
 export class Metrics {
   readonly registry = new client.Registry();

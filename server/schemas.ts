@@ -2,7 +2,7 @@
 // OpenAPI document (/docs/json) is generated from them: their .describe() texts are its descriptions.
 
 import { z } from "zod";
-import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/checks.ts";
+import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/validate/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";

@@ -3,7 +3,7 @@
 // retries with backoff on what a repeat can fix (429 honouring retry-after, 5xx, timeouts,
 // refused connections), and a circuit breaker that fails fast while the target is down.
 
-import type { GradeErrorCode } from "../sandbox/checks.ts";
+import type { GradeErrorCode } from "../sandbox/validate/checks.ts";
 import { egressDenial } from "./egress.ts";
 
 export type FailureKind = "unavailable" | "invalid" | "denied";

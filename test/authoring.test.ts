@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ts from "typescript";
-import { analyze } from "../sandbox/analyze.ts";
+import { analyze } from "../sandbox/validate/analyze.ts";
 import { call, repoRoot, startServer, type TestServer } from "./helpers.ts";
 
 function warningsOf(source: string): string[] {

@@ -4,8 +4,9 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { BatchReader, packBatch } from "../sandbox/batch.ts";
-import { Engine } from "../sandbox/engine.ts";
+import { BatchReader } from "../sandbox/isolate/batch-reader.ts";
+import { packBatch } from "../sandbox/protocol/batch.ts";
+import { Engine } from "../sandbox/worker/engine.ts";
 import { ROLES, type WireThread } from "../sdk/thread.ts";
 import { call, startServer, type TestServer, thread } from "./helpers.ts";
 
@@ -176,8 +177,11 @@ describe("one batch split across workers", () => {
     const restarts = s.pool.restarts;
     const pending = call(s.app, "POST", `${base}/slow/grade-batch`, { threads });
     await new Promise((r) => setTimeout(r, 200));
-    const slots = (s.pool as unknown as { slots: Array<{ running?: unknown; role: string; child: { kill(sig: string): void } }> }).slots;
-    const busy = slots.filter((x) => x.role === "grade" && x.running);
+    // the pool's worker handles (sandbox/host/supervisor.ts)
+    const workers = (
+      s.pool as unknown as { workers: { workers: Array<{ running?: unknown; role: string; child: { kill(sig: string): void } }> } }
+    ).workers.workers;
+    const busy = workers.filter((x) => x.role === "grade" && x.running);
     assert.equal(busy.length, 2, "both workers hold a part");
     busy[1].child.kill("SIGKILL");
     const res = await pending;

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { MAX_CRASHES_PER_BATCH } from "../sandbox/pool.ts";
+import { MAX_CRASHES_PER_BATCH } from "../sandbox/host/tasks.ts";
 import { call, startServer, type TestServer, thread } from "./helpers.ts";
 
 const LIMIT_MS = 500;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { analyze } from "../sandbox/analyze.ts";
+import { analyze } from "../sandbox/validate/analyze.ts";
 import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { loadConfig } from "../server/config.ts";
 import { call, startServer, type TestServer, testPostgres, thread } from "./helpers.ts";
@@ -37,7 +37,7 @@ const nestedJson = (levels: number) => {
 };
 
 /** The import is dynamic so that the rest of this file runs while the module is missing. */
-const sourceBounds = () => import("../sandbox/source-bounds.ts");
+const sourceBounds = () => import("../sandbox/validate/source-bounds.ts");
 
 describe("nesting in a grader's source", () => {
   const shapes: Array<[string, (n: number) => string]> = [

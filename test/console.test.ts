@@ -10,7 +10,7 @@ import { FakeOpenAI } from "./fake-openai.ts";
 import { call, freePort, repoRoot, startServer, type TestServer } from "./helpers.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const shots = process.env.GRADEBOX_SCREENSHOTS; // set to a folder to refresh the README's screenshots
+const shots = process.env.GRADEBOX_SCREENSHOTS; // set to a folder to refresh docs/console.md's screenshots
 let s: TestServer;
 let browser: Browser;
 let page: Page;
@@ -656,7 +656,7 @@ test("the layout fits 420 px and 1440 px (list, an open grader, the test panel w
       await fits(width, "a grader and its test results");
       assert.equal(await page.locator("#results tr.error-source").count(), 1, "a thrown error's row with its source line");
       assert.equal(await page.locator("#results table.subscores").count(), 2);
-      // the README's screenshot: taken every run (it fails if the page cannot render), written when missing or asked for
+      // docs/console.md's screenshot: taken every run (it fails if the page cannot render), written when missing or asked for
       const png = await page.screenshot({ fullPage: true });
       assert.ok(png.length > 10_000, "a screenshot of something");
       const file = new URL(`../docs/console-${width}.png`, import.meta.url);

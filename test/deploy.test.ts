@@ -11,7 +11,7 @@ import { dirname, join, posix, relative, resolve, sep } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { memoryBounds } from "../sandbox/memory.ts";
+import { memoryBounds } from "../sandbox/worker/memory.ts";
 import { loadConfig } from "../server/config.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -24,7 +24,7 @@ const MiB = 1024 * 1024;
 
 /**
  * Resident memory (MiB) measured in this repository, which the pod's memory limit is computed
- * from (docs/DEPLOY.md): the README's "Benchmark" section, `rssWith1000GradersByProcessMB` at
+ * from (docs/DEPLOY.md): docs/benchmarks.md, `rssWith1000GradersByProcessMB` at
  * commit 64da0ba (1,000 graders invoked, 2 grading workers: api 410, validation worker 241,
  * other 19 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
  * ("# worker RSS: 100 MB before"). They are copied here from those runs, not measured by this test.
@@ -32,7 +32,7 @@ const MiB = 1024 * 1024;
 const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGradingWorker: 100 };
 
 /**
- * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/watchdog.ts): idle,
+ * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/worker/watchdog.ts): idle,
  * it is replaced once its RSS passes baseline + warm heap + max(128 MB, 2 × isolate limit); during
  * a call it is killed once the call grew it by 2 × isolate limit + 64 MB. Warm heap is at most
  * GRADEBOX_WARM_HEAP_MB.
@@ -213,6 +213,8 @@ interface DockerContext {
   defaultPort: number;
   /** files in the build context, relative to the repo (a COPY of a missing one fails the build) */
   exists: (path: string) => boolean;
+  /** directories the image builds instead of copying, each with the script that builds it */
+  built: Map<string, string>;
 }
 
 const NPM_INSTALL = /\b(npm\s+(ci|install|i|add)|yarn\s+(install|add)|pnpm\s+(install|i|add))\b/;
@@ -283,6 +285,12 @@ function checkDockerfile(df: Dockerfile, ctx: DockerContext): string[] {
     }
   }
   for (const [path, from] of ctx.runtimePaths) {
+    const builder = [...ctx.built].find(([dir]) => path === dir || path.startsWith(`${dir}/`))?.[1];
+    if (builder) {
+      if (!final.body.some((i) => i.op === "RUN" && i.args.includes(builder)))
+        problems.push(`the image lacks ${path}, which ${from} loads at run time: RUN ${builder} in the final stage`);
+      continue;
+    }
     if (path === "node_modules" || path.startsWith("node_modules/")) {
       if (!modulesCopied) problems.push(`the image lacks ${path} (read by ${from})`);
       continue;
@@ -766,8 +774,8 @@ const packageJson = JSON.parse(read("package.json")) as {
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
 };
-/** What the image's CMD runs, the console bundle esbuild builds at start, and the `gradebox` command's keys/serve. */
-const RUNTIME_ENTRIES = ["server/main.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
+/** What the image's CMD runs, the console's build (run in the image; the server rebuilds it from console/ when stale), and the `gradebox` command's keys/serve. */
+const RUNTIME_ENTRIES = ["server/main.ts", "scripts/build-console.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
 
 function dockerContext(): DockerContext {
   return {
@@ -776,6 +784,7 @@ function dockerContext(): DockerContext {
     startScript: packageJson.scripts.start,
     defaultPort: config.port,
     exists: (path) => existsSync(join(root, path)),
+    built: new Map([["dist/console", "scripts/build-console.ts"]]),
   };
 }
 
@@ -803,7 +812,7 @@ test("the Dockerfile: multi-stage, production dependencies, non-root, --no-node-
 test("the run-time closure finds what the server loads, and every package it imports is a dependency", () => {
   const { paths, packages } = runtimeClosure(RUNTIME_ENTRIES);
   // the walk reaches the forked worker, its watchdog, the migrations and the console's files
-  for (const path of ["sandbox/worker.ts", "sandbox/watchdog.ts", "sdk/graders.ts", "console/index.html", "cli/main.ts"]) {
+  for (const path of ["sandbox/worker/worker.ts", "sandbox/worker/watchdog.ts", "sdk/graders.ts", "console/index.html", "cli/main.ts"]) {
     assert.ok(paths.has(path), `${path} is in the closure`);
   }
   assert.ok(
@@ -852,7 +861,7 @@ test("the constants the checks use are the server's", () => {
     /GRADEBOX_TIMEOUT_MS/,
     "60 s is the largest time limit",
   );
-  // the bounds a worker enforces on itself (sandbox/memory.ts), with a 1 GB baseline to read them by
+  // the bounds a worker enforces on itself (sandbox/worker/memory.ts), with a 1 GB baseline to read them by
   const GB = 1024 ** 3;
   const MiB = 1024 ** 2;
   for (const memoryMb of [64, 256]) {
@@ -1046,6 +1055,8 @@ const DOCKERFILE_MUTATIONS: Mutation<string, string>[] = [
   ["port not exposed", (s) => s.replace(/^EXPOSE .*$/m, "EXPOSE 8080"), /EXPOSE/],
   ["sandbox not copied", (s) => s.replace(/^COPY sandbox .*$/m, ""), /lacks sandbox\/.*at run time/],
   ["migrations not copied", (s) => s.replace(/^COPY migrations .*$/m, ""), /lacks migrations\//],
+  ["console not built", (s) => s.replace(/^RUN .*build-console.*$/m, ""), /lacks dist\/console.*RUN scripts\/build-console.ts/],
+  ["console builder not copied", (s) => s.replace(/^COPY scripts\/build-console.ts .*$/m, ""), /lacks scripts\/build-console.ts/],
   ["Node 20", (s) => s.replace("node:24-bookworm-slim", "node:20-bookworm-slim"), /Node 24/],
   ["STOPSIGNAL SIGKILL", (s) => s.replace("STOPSIGNAL SIGTERM", "STOPSIGNAL SIGKILL"), /STOPSIGNAL/],
 ];

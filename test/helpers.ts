@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { SandboxPool } from "../sandbox/pool.ts";
+import { SandboxPool } from "../sandbox/host/pool.ts";
 import { buildApp } from "../server/app.ts";
 import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { type Config, loadConfig, poolOptions } from "../server/config.ts";
@@ -40,7 +40,10 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
   const config = loadConfig({
     GRADEBOX_DB: testPostgres ? await createDatabase(testPostgres) : join(dir, "gradebox.db"),
     // with PostgreSQL the token file would go to ./data: one set here keeps the checkout clean
-    ...(testPostgres ? { GRADEBOX_METRICS_TOKEN: `test-metrics-${randomBytes(12).toString("hex")}` } : {}),
+    // and PostgreSQL's nodes share a secrets key only the operator can give
+    ...(testPostgres
+      ? { GRADEBOX_METRICS_TOKEN: `test-metrics-${randomBytes(12).toString("hex")}`, GRADEBOX_SECRETS_KEY: randomBytes(32).toString("hex") }
+      : {}),
     GRADEBOX_LOG_LEVEL: "silent",
     GRADEBOX_WORKERS: "2",
     GRADEBOX_PORT: "0",

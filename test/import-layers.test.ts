@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { analyze } from "../sandbox/analyze.ts";
-import { bundle } from "../sandbox/compile.ts";
+import { analyze } from "../sandbox/validate/analyze.ts";
+import { bundle } from "../sandbox/validate/compile.ts";
 
 // each import's binding is used as a value, so neither layer may drop it as type-only
 const imports = [

@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { checkedValidation, parseVerdict } from "../sandbox/pool.ts";
+import { checkedValidation, parseVerdict } from "../sandbox/host/replies.ts";
 
 test("verdict lines: well-formed ones are read, anything else is dropped", () => {
   // a worker past 1 GB is exactly the one to recycle

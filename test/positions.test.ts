@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { decodeReply, encodeError, ReplyViolation } from "../sandbox/reply.ts";
+import { encodeError } from "../sandbox/isolate/reply.ts";
+import { decodeReply, ReplyViolation } from "../sandbox/worker/reply-reader.ts";
 import { Gradebox, GraderRuntimeError } from "../sdk/index.ts";
 import { call, startServer, type TestServer } from "./helpers.ts";
 

@@ -90,9 +90,12 @@ test("a worker killed from outside mid-batch: its slice is graded again on a fre
     threads: Array.from({ length: 8 }, () => thread("x", { ms: 150 })),
   });
   // as soon as a worker holds the batch, kill it the way the OOM killer would
-  const slots = (s.pool as unknown as { slots: Array<{ running?: unknown; role: string; child: { kill(sig: string): void } }> }).slots;
-  await waitFor(() => slots.some((x) => x.role === "grade" && x.running));
-  slots.find((x) => x.role === "grade" && x.running)?.child.kill("SIGKILL");
+  // the pool's worker handles (sandbox/host/supervisor.ts)
+  const workers = (
+    s.pool as unknown as { workers: { workers: Array<{ running?: unknown; role: string; child: { kill(sig: string): void } }> } }
+  ).workers.workers;
+  await waitFor(() => workers.some((x) => x.role === "grade" && x.running));
+  workers.find((x) => x.role === "grade" && x.running)?.child.kill("SIGKILL");
   const res = await pending;
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.results, Array(8).fill({ score: 1 }));

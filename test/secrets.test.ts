@@ -70,7 +70,6 @@ before(async () => {
     env: {
       GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32",
       GRADEBOX_SECRET_GRANTS: "GRADEBOX_SECRET_VICTIM_KEY=victim; GRADEBOX_SECRET_SHARED=*",
-      ...(testPostgres ? { GRADEBOX_SECRETS_KEY: "ab".repeat(32) } : {}),
     },
     listen: true,
   });

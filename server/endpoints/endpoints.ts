@@ -6,8 +6,8 @@
 // else, one response per request in order, finite rewards, bounded sizes.
 
 import { type Dispatcher, fetch as undiciFetch } from "undici";
-import type { GradeOutcome } from "../../sandbox/checks.ts";
-import { MAX_RESULT } from "../../sandbox/reply.ts";
+import { MAX_RESULT } from "../../sandbox/protocol/replies.ts";
+import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";

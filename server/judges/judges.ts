@@ -3,7 +3,7 @@
 // back in order; a model's failures become the item's error, never the request's.
 
 import type { Dispatcher } from "undici";
-import type { GradeOutcome } from "../../sandbox/checks.ts";
+import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";

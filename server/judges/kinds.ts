@@ -2,7 +2,7 @@
 // score. Every answer is read strictly (the shape asked for, one verdict per claim, chunk or
 // criterion, in order, nothing unbounded); `ask` re-asks once and then gives up.
 
-import type { GradeScore } from "../../sandbox/checks.ts";
+import type { GradeScore } from "../../sandbox/validate/checks.ts";
 import { scoreRubric } from "../../sdk/graders.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { ChatMessage } from "./model-client.ts";

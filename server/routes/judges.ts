@@ -4,7 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { MOCK_THREAD } from "../../sandbox/checks.ts";
+import { MOCK_THREAD } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";

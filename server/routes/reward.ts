@@ -6,7 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { GradeOutcome } from "../../sandbox/checks.ts";
+import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Config } from "../config.ts";
 import { Id, RewardTurn } from "../endpoints/protocol.ts";

@@ -6,7 +6,7 @@
 // that was: it writes one verdict line to the verdict pipe (fd 4) and then kills the process.
 // The pool blames a grader only on such a verdict, never on a timer of its own.
 //
-// The main thread publishes each call in a shared slot (slot.ts) before it starts it, with the
+// The main thread publishes each call in a shared slot (isolate/slot.ts) before it starts it, with the
 // process's RSS at that moment, and the prelude writes the item it is grading there, so a
 // verdict names the item. Memory is bounded three ways (memory.ts): a call's growth of the
 // process, the process's whole size during a call (its ceiling), and, when idle, what the warm
@@ -14,8 +14,10 @@
 
 import { readFileSync, writeSync } from "node:fs";
 import { isMainThread, workerData } from "node:worker_threads";
+import { SLOT } from "../isolate/slot.ts";
+import { VERDICT_FD, type Verdict } from "../protocol/replies.ts";
+import { hardDeadline } from "../protocol/requests.ts";
 import { explainedRss, type MemoryBounds } from "./memory.ts";
-import { SLOT } from "./slot.ts";
 
 export interface WatchdogOptions {
   slot: SharedArrayBuffer;
@@ -25,19 +27,9 @@ export interface WatchdogOptions {
   bounds: MemoryBounds;
 }
 
-export type Verdict =
-  | { verdict: "timeout" | "memory"; job: number; from: number; count: number; detail: string }
-  /** the call ran past its hard deadline without using the CPU to do so: nobody's fault */
-  | { verdict: "stalled"; job: number; from: number; count: number; detail: string }
-  /** idle, and holding much more memory than its warm isolates explain (or past its recycle bound): replace it when convenient */
-  | { verdict: "recycle"; rss: number };
-
-export const VERDICT_FD = 4;
 const MB = 1024 * 1024;
 const TICK_MS = 10;
 const IDLE_CHECK_MS = 1000;
-/** a call may run to 2× its time limit + ½ s (isolated-vm enforces the limit itself; this is the bound for what it cannot interrupt) */
-export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;
 /** extra wall time granted to a call that could not get the CPU (a starved worker is not a guilty one): the total stays within 2× the limit + 1 s */
 const STALL_GRACE_MS = 500;
 

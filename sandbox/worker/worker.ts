@@ -5,22 +5,15 @@
 // `retire` asks the pool to replace this worker: it holds more memory than it should.
 
 import { Worker } from "node:worker_threads";
+import { SLOT } from "../isolate/slot.ts";
+import type { WorkerHello, WorkerReply } from "../protocol/replies.ts";
+import { type EngineLimits, LIMITS_ENV, ROLE_ENV, type WorkerNotice, type WorkerRequest } from "../protocol/requests.ts";
 import { Engine } from "./engine.ts";
 import { memoryBounds, residentBytes } from "./memory.ts";
-import {
-  type EngineLimits,
-  LIMITS_ENV,
-  ROLE_ENV,
-  type WorkerHello,
-  type WorkerNotice,
-  type WorkerReply,
-  type WorkerRequest,
-} from "./protocol.ts";
-import { SLOT } from "./slot.ts";
 import type { WatchdogOptions } from "./watchdog.ts";
 
 if (!process.send) {
-  console.error("sandbox/worker.ts is started by the server's sandbox pool, not by hand");
+  console.error("sandbox/worker/worker.ts is started by the server's sandbox pool, not by hand");
   process.exit(2);
 }
 const channel = process.send.bind(process);
@@ -56,7 +49,7 @@ const watch = {
 
 // the validation worker needs the TypeScript compiler for every request: load it before the
 // baseline the memory bounds are measured from, so it counts as this worker's own
-if (process.env[ROLE_ENV] === "validate") await import("./analyze.ts");
+if (process.env[ROLE_ENV] === "validate") await import("../validate/analyze.ts");
 const bounds = memoryBounds(limits, residentBytes());
 const engine = new Engine(limits, { watch, progress: slotBuffer, onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes), bounds });
 

@@ -8,7 +8,7 @@
 // (GRADEBOX_WARM_HEAP_MB), above the RSS the worker had once ready (its baseline).
 
 import { closeSync, openSync, readSync } from "node:fs";
-import type { EngineLimits } from "./engine.ts";
+import type { EngineLimits } from "../protocol/requests.ts";
 
 const MB = 1024 * 1024;
 

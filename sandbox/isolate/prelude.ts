@@ -5,11 +5,12 @@
 //
 // Everything the runner needs from the language is captured here, before grader code can
 // replace JSON.parse, Array.prototype.push or Date.now. What leaves the isolate is one string
-// built with `+` from primitives (reply.ts), which the host reads strictly.
+// built with `+` from primitives (reply.ts), which the worker reads strictly.
 
-import { adoptThread, StringThread } from "../sdk/thread.ts";
-import { BatchReader } from "./batch.ts";
-import { encodeError, encodeNumber, encodeResult, MAX_MESSAGE, MAX_POSITION, MAX_RESULT } from "./reply.ts";
+import { adoptThread, StringThread } from "../../sdk/thread.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "../protocol/replies.ts";
+import { BatchReader } from "./batch-reader.ts";
+import { encodeError, encodeNumber, encodeResult, MAX_POSITION } from "./reply.ts";
 import { SLOT } from "./slot.ts";
 
 type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
@@ -48,7 +49,7 @@ defineProperty(g, "__name", {
 });
 
 let grade: ((thread: StringThread) => unknown) | undefined;
-/** set by the module wrapper when the grader's module body threw (see engine.ts) */
+/** set by the module wrapper when the grader's module body threw (see worker/engine.ts) */
 let loadError: string | undefined;
 
 function describe(value: unknown): string {
@@ -194,7 +195,7 @@ function checkResult(value: unknown): Encoded {
   return encodeResult(text);
 }
 
-/** The module wrapper's catch clause calls this (engine.ts wraps every grader module). */
+/** The module wrapper's catch clause calls this (worker/engine.ts wraps every grader module). */
 defineProperty(g, "__gradebox_load_failed", {
   value: (error: unknown) => {
     loadError = messageOf(error);
@@ -227,7 +228,7 @@ let pendingItem = false;
 /**
  * Grades up to `maxItems` of the loaded batch from `from` on, one after another, until
  * `sliceMs` has passed (at least one item). A non-empty `head` loads a new packed batch (see
- * batch.ts); "" keeps the last. Returns at once; the work runs in microtasks, which
+ * protocol/batch.ts); "" keeps the last. Returns at once; the work runs in microtasks, which
  * isolated-vm flushes (under the call's timeout) before the host call returns. There are no
  * macrotasks in an isolate, so anything still pending after that flush can never settle:
  * `collect` reports it as such.

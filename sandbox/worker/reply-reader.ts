@@ -1,41 +1,13 @@
-// What comes back out of an isolate: one string the prelude builds record by record, and the
-// host's strict reader of it. Nothing here trusts the isolate: the reader never loops past the
-// number of items the host asked for, checks every record against the score rules again, and
-// treats any deviation as the grader's fault.
-//
-// Records, one per graded item, in order:
-//   n<number>;                 a finite score
-//   r<length>:<json>           a structured result, its JSON exactly <length> characters
-//   e<code index>,<line>,<column>,<length>:<message>
-//                              an error; <line>,<column> (1-based) are where in the script the
-//                              isolate ran (grader.js) a GRADER_ERROR was thrown, 0,0 when unknown
-//                              (the engine maps them back to the user's source)
-// then one trailer character: "." (the call ended: all asked items done, or its time slice ran
-// out) or "p" (the next item's promise was still pending when the microtasks drained, so it can
-// never settle).
-//
-// The encoders run inside the isolate (bundled into the prelude) and use only `+` on primitive
-// strings and numbers, which consults nothing grader code can replace.
+// The worker's strict reader of what an isolate returns (the format: isolate/reply.ts). Nothing
+// here trusts the isolate: the reader never loops past the number of items the worker asked for,
+// checks every record against the score rules again, and treats any deviation as the grader's
+// fault.
 
-import { type GradeOutcome, type GradeScore, SANDBOX_ERROR_CODES, type SandboxErrorCode } from "./checks.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "../protocol/replies.ts";
+import { type GradeOutcome, type GradeScore, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
 
-/** JSON characters of one structured result (reason, metadata, subscores included) */
-export const MAX_RESULT = 16 * 1024;
-/** characters of an error message */
-export const MAX_MESSAGE = 2000;
 /** the longest record: a structured result or an error message, with its tag and lengths */
 const MAX_RECORD = MAX_RESULT + 32;
-
-export const encodeNumber = (score: number): string => `n${score};`;
-export const encodeResult = (json: string): string => `r${json.length}:${json}`;
-// a null-prototype table, filled when the module loads: looking a code up consults no prototype
-const CODE_INDEX: Record<string, number> = Object.create(null);
-for (let i = 0; i < SANDBOX_ERROR_CODES.length; i++) CODE_INDEX[SANDBOX_ERROR_CODES[i]] = i;
-/** the largest line or column an error record carries (six digits); a larger one is sent as unknown */
-export const MAX_POSITION = 999_999;
-// every part is a primitive number or string (the prelude passes numbers it parsed itself)
-export const encodeError = (code: SandboxErrorCode, message: string, line = 0, column = 0): string =>
-  `e${CODE_INDEX[code]},${line},${column},${message.length}:${message}`;
 
 export interface DecodedReply {
   /** an error's line and column, when present, are still positions in grader.js (the engine maps them) */

@@ -1,5 +1,5 @@
 // The call slot: shared memory in which a worker announces the isolate call running now, read
-// by its watchdog thread (watchdog.ts). The prelude inside each isolate writes one field of it,
+// by its watchdog thread (worker/watchdog.ts). The prelude inside each isolate writes one field of it,
 // the item it is grading, so a verdict names the very item that ran away.
 
 /** Field indexes of the slot's Float64Array. */

@@ -1,5 +1,6 @@
-// esbuild: the syntax check on the source as submitted, and the bundle that becomes one
-// self-contained script per grader (an IIFE with no imports left in it).
+// esbuild: the syntax check on the source as submitted, the bundle that becomes one
+// self-contained script per grader (an IIFE with no imports left in it), and the bundle of the
+// isolate's prelude (isolate/prelude.ts), built the same way.
 
 import { decode, encode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import * as esbuild from "esbuild";
@@ -37,7 +38,7 @@ const virtualModules: Record<string, string> = {
   gradebox: "export const StringThread = globalThis.StringThread;",
 };
 const libraryFiles: Record<string, string> = {
-  "gradebox/graders": new URL("../sdk/graders.ts", import.meta.url).pathname,
+  "gradebox/graders": new URL("../../sdk/graders.ts", import.meta.url).pathname,
 };
 const allowed = new Set<string>(IMPORT_ALLOW_LIST);
 
@@ -139,7 +140,7 @@ export async function bundle(code: string, edit: SourceEdit = UNEDITED): Promise
 export function bundlePrelude(): string {
   const result = esbuild.buildSync({
     ...SCRIPT,
-    entryPoints: [new URL("./prelude.ts", import.meta.url).pathname],
+    entryPoints: [new URL("../isolate/prelude.ts", import.meta.url).pathname],
   });
   return result.outputFiles[0].text;
 }

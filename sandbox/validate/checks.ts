@@ -25,9 +25,9 @@ export const MOCK_THREAD = {
   metadata: {},
 } as const;
 
-import type { GradeErrorCode } from "../sdk/errors.ts";
+import type { GradeErrorCode } from "../../sdk/errors.ts";
 
-export { GRADE_ERROR_CODES, type GradeErrorCode } from "../sdk/errors.ts";
+export { GRADE_ERROR_CODES, type GradeErrorCode } from "../../sdk/errors.ts";
 /** The codes a sandbox worker may report; a reply with any other (a judge's, a combined grader's) is malformed. */
 export const SANDBOX_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
 export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];

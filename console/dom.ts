@@ -1,0 +1,96 @@
+// DOM helpers: finding elements, building them from text (never HTML), tables and highlighted source.
+
+import hljs from "highlight.js/lib/core";
+import handlebars from "highlight.js/lib/languages/handlebars";
+import typescript from "highlight.js/lib/languages/typescript";
+
+hljs.registerLanguage("typescript", typescript);
+hljs.registerLanguage("handlebars", handlebars);
+
+export const $ = <T extends HTMLElement = HTMLElement>(sel: string) => document.querySelector(sel) as T;
+/** The value of an input, textarea or select. */
+export const val = (sel: string) => $<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(sel).value;
+
+/** An element showing `text` as text (never as HTML): how everything the server says reaches the page. */
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, text = "", className = ""): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  element.textContent = text;
+  if (className) element.className = className;
+  return element;
+}
+
+/** A table row of text cells. */
+export function row(cells: readonly string[]): HTMLTableRowElement {
+  const tr = document.createElement("tr");
+  tr.append(...cells.map((text) => el("td", text)));
+  return tr;
+}
+
+/** The row of `key` in a table whose rows carry data-key (or data-version). */
+export function rowOf(table: string, key: string, attribute = "key"): HTMLTableRowElement | null {
+  return document.querySelector<HTMLTableRowElement>(`${table} > tbody > tr[data-${attribute}="${CSS.escape(key)}"]`);
+}
+
+/** A table with a header row of `headings` and the body rows given. */
+export function table(className: string, headings: readonly string[], rows: readonly HTMLTableRowElement[]): HTMLTableElement {
+  const head = el("tr");
+  head.append(...headings.map((h) => el("th", h)));
+  const thead = el("thead");
+  thead.append(head);
+  const tbody = el("tbody");
+  tbody.append(...rows);
+  const t = el("table", "", className);
+  t.append(thead, tbody);
+  return t;
+}
+
+/** A definition list of term and value pairs (values as text or elements). */
+export function definitions(target: HTMLElement, rows: Array<[string, string | HTMLElement]>): void {
+  target.replaceChildren(
+    ...rows.flatMap(([term, value]) => {
+      const dd = el("dd");
+      dd.append(value);
+      return [el("dt", term), dd];
+    }),
+  );
+}
+
+/** A timestamp to the second, as the tables show it. */
+export const when = (iso: string) => iso.slice(0, 19).replace("T", " ");
+
+/** A number as the tables show it: at most 3 decimals (the cell's title has it in full). */
+export function number(x: unknown): string {
+  return typeof x === "number" ? String(Math.round(x * 1000) / 1000) : String(x ?? "");
+}
+
+/** A cell holding a rounded number, in full in its title. */
+export function numberCell(x: unknown): HTMLTableCellElement {
+  const td = el("td", number(x));
+  td.title = String(x ?? "");
+  return td;
+}
+
+/** Highlighted source (hljs escapes it), one span per line so a failing line can be marked. */
+export function renderSource(target: HTMLElement, source: string, errorLine?: number, language = "typescript"): void {
+  const html = hljs.highlight(source, { language }).value;
+  target.innerHTML = html
+    .split("\n")
+    .map((line, i) => `<span class="line${i + 1 === errorLine ? " error-line" : ""}" data-line="${i + 1}">${line}</span>`)
+    .join("");
+}
+
+/** Highlighted source in a block of its own: `<pre><code class="hljs">`. */
+export function sourceBlock(source: string, errorLine?: number, language = "typescript"): HTMLPreElement {
+  const pre = el("pre");
+  const code = el("code", "", "hljs");
+  pre.append(code);
+  renderSource(code, source, errorLine, language);
+  return pre;
+}
+
+/** The right-hand panels, one shown at a time: a grader, the grader editor, the judge editor or the endpoint form. */
+export type Panel = "detail" | "create" | "judge-create" | "endpoint-create";
+
+export function showPanel(id: Panel): void {
+  for (const panel of ["detail", "create", "judge-create", "endpoint-create"]) $(`#${panel}`).hidden = panel !== id;
+}

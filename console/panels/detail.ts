@@ -1,0 +1,142 @@
+// The open grader: what it is (source, judge or endpoint definition), its warnings, Lock and Delete.
+
+import { APIError, type EndpointDefinition, type JudgeDefinition, type RubricCriterionInput } from "../../sdk/index.ts";
+import { $, definitions, el, renderSource, row, rowOf, showPanel, sourceBlock, table } from "../dom.ts";
+import { fail, inBox, status, underRow } from "../feedback.ts";
+import { state } from "../state.ts";
+import { refresh } from "./graders.ts";
+import { showVersions } from "./versions.ts";
+
+/** Opens `key` in the detail panel (its versions too, for a function grader) and marks it in the list. */
+export async function open(key: string): Promise<void> {
+  if (!state.client) return;
+  state.selected = key;
+  const g = await state.client.graders.get({ graderKey: key });
+  showPanel("detail");
+  $("#detail-key").textContent = g.key;
+  $("#detail-meta").textContent =
+    `${g.kind} · version ${g.version}${g.locked ? " · locked" : ""}${g.quarantinedAt ? " · quarantined" : ""} · ${g.description || "no description"}`;
+  $("#detail-warnings").replaceChildren(
+    ...g.warnings.map((w) => {
+      const li = document.createElement("li");
+      li.textContent = w;
+      return li;
+    }),
+  );
+  $("#lock").textContent = g.locked ? "Unlock" : "Lock";
+  $("#lock").dataset.locked = String(g.locked);
+  $("#lock").title = g.locked ? "Unlock: allow new versions and delete" : "Lock: refuse new versions and delete";
+  // a locked grader refuses delete and new versions: the buttons say so before they are clicked
+  for (const [id, what] of [
+    ["#delete", "delete"],
+    ["#edit", "edit"],
+  ] as const) {
+    $<HTMLButtonElement>(id).disabled = g.locked;
+    $(id).title = g.locked ? `Locked: unlock it to ${what}` : "";
+  }
+  $("#lock-reason").hidden = !g.locked;
+  $("#lock-reason").textContent = `Locked: unlock it to delete${g.kind === "function" ? " or edit" : ""}`;
+  inBox($("#detail-error"))();
+  inBox($("#diff-error"))();
+  const source =
+    g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
+  $("#source-block").hidden = !!(g.judge || g.endpoint);
+  $("#judge-def").hidden = !g.judge;
+  $("#endpoint-def").hidden = !g.endpoint;
+  if (g.judge) renderJudge(g.judge);
+  else if (g.endpoint) renderEndpoint(g.endpoint);
+  else renderSource($("#source"), source);
+  $("#show-prompt").hidden = !g.judge;
+  $("#prompt").replaceChildren();
+  $("#edit").hidden = g.kind !== "function";
+  $("#versions-panel").hidden = g.kind !== "function";
+  $("#diff").textContent = "";
+  if (g.kind === "function") await showVersions(g.key, g.version, g.locked);
+  await refresh();
+}
+
+/** Where an endpoint is and how it is called, what its /info said, and its metadata schema when it has one. */
+function renderEndpoint(e: EndpointDefinition): void {
+  const rows: Array<[string, string | HTMLElement]> = [
+    ["url", e.url],
+    ["info", `${e.info.name} ${e.info.version}${e.info.description ? ` — ${e.info.description}` : ""}`],
+    ["batch", e.batch ? `${e.batchSize} threads per /batch_score call` : "off: /score per thread"],
+    ["max concurrency", String(e.maxConcurrency)],
+    ["timeout", `${e.timeoutMs} ms`],
+  ];
+  const headers = [
+    ...Object.entries(e.headersSecret ?? {}).map(([name, secret]) => `${name} from secret ${secret}`),
+    ...Object.entries(e.headersEnv ?? {}).map(([name, env]) => `${name} from ${env}`),
+  ];
+  if (headers.length) rows.push(["headers", headers.join(", ")]);
+  rows.push(["metadata schema", e.metadataSchema === undefined ? "none" : el("pre", JSON.stringify(e.metadataSchema, null, 2))]);
+  definitions($("#endpoint-def"), rows);
+}
+
+/** What a judge asks of which model: its criteria, template or rubric. */
+function renderJudge(judge: JudgeDefinition): void {
+  const rows: Array<[string, string | HTMLElement]> = [
+    ["model", judge.model],
+    ["type", judge.type],
+  ];
+  if (judge.type === "prebuilt") rows.push(["metric", judge.metric]);
+  if (judge.type === "binary") {
+    rows.push(
+      ["criteria", el("pre", judge.criteria)],
+      ["template", judge.template === undefined ? "the built-in one" : sourceBlock(judge.template, undefined, "handlebars")],
+    );
+    if (judge.templateVariables) rows.push(["template variables", el("pre", JSON.stringify(judge.templateVariables, null, 2))]);
+  }
+  if (judge.type === "rubric") {
+    const credit = judge.cannotAssess === "partial" ? ` (credit ${judge.partialCredit})` : "";
+    rows.push(["criteria", rubricTable(judge.criteria)], ["cannot assess", `${judge.cannotAssess}${credit}`]);
+  }
+  definitions($("#judge-def"), rows);
+}
+
+function rubricTable(criteria: RubricCriterionInput[]): HTMLTableElement {
+  return table(
+    "rubric",
+    ["name", "requirement", "weight", "options"],
+    criteria.map((c) =>
+      row([
+        c.name,
+        c.requirement,
+        String(c.weight ?? 10),
+        (c.options ?? []).map((o) => `${o.label} = ${o.value}${o.na ? " (n/a)" : ""}`).join(", "),
+      ]),
+    ),
+  );
+}
+
+async function toggleLock(): Promise<void> {
+  if (!state.client || !state.selected) return;
+  try {
+    await state.client.graders.lock({ graderKey: state.selected, locked: $("#lock").dataset.locked !== "true" });
+    await open(state.selected);
+  } catch (error) {
+    fail(error, inBox($("#detail-error")));
+  }
+}
+
+async function remove(): Promise<void> {
+  if (!state.client || !state.selected || !confirm(`Delete grader "${state.selected}"? This cannot be undone.`)) return;
+  const key = state.selected;
+  try {
+    await state.client.graders.delete({ graderKey: key });
+    status(`deleted ${key}`, true);
+    state.selected = undefined;
+    $("#detail").hidden = true;
+    $("#show-prompt").hidden = true;
+    await refresh();
+  } catch (error) {
+    // locked since it was opened: show it as locked (Delete disabled, the reason beside it)
+    if (error instanceof APIError && error.code === "GRADER_LOCKED") await open(key).catch(() => undefined);
+    fail(error, underRow(rowOf("#graders", key), $("#detail-error")), "", "delete");
+  }
+}
+
+export function wire(): void {
+  $("#lock").addEventListener("click", () => void toggleLock());
+  $("#delete").addEventListener("click", () => void remove());
+}

@@ -1,0 +1,22 @@
+// The graders list: one row per grader; a click opens it in the detail panel.
+
+import type { Grader } from "../../sdk/index.ts";
+import { $, row, rowOf, when } from "../dom.ts";
+import { fail, underRow } from "../feedback.ts";
+import { state } from "../state.ts";
+import { open } from "./detail.ts";
+
+export async function refresh(): Promise<void> {
+  if (!state.client) return;
+  const graders = await state.client.graders.list();
+  const body = $("#graders tbody");
+  body.replaceChildren(
+    ...graders.map((g: Grader) => {
+      const tr = row([g.key, g.kind, g.description, g.locked ? "locked" : "", String(g.warnings.length), when(g.createdAt)]);
+      tr.dataset.key = g.key;
+      if (g.key === state.selected) tr.className = "selected";
+      tr.addEventListener("click", () => open(g.key).catch((error) => fail(error, underRow(rowOf("#graders", g.key), $("#detail-error")))));
+      return tr;
+    }),
+  );
+}

@@ -1,0 +1,127 @@
+// The host's readers of what a worker process sends: IPC replies and the watchdog's verdict
+// lines. Everything a worker says is hostile input: each reader checks shape and bounds and
+// copies what it keeps, and no loop runs over a length or index a worker sent.
+
+import { MAX_MESSAGE, MAX_RESULT, type ValidationResult, type Verdict, type WorkerReply } from "../protocol/replies.ts";
+import { CHECKS, type CheckFailure, type GradeOutcome, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
+
+const CODES = new Set<string>(SANDBOX_ERROR_CODES);
+const MAX_VERDICT_LINE = 4096;
+
+const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
+
+/** One outcome as the engine builds it; anything else is a malformed reply. */
+function isOutcome(o: unknown): o is GradeOutcome {
+  if (!isRecord(o)) return false;
+  if ("error" in o) {
+    const e = o.error;
+    return (
+      isRecord(e) &&
+      CODES.has(e.code as string) &&
+      typeof e.message === "string" &&
+      e.message.length <= MAX_MESSAGE + 1 &&
+      (e.line === undefined ? e.column === undefined : isPosition(e.line) && isPosition(e.column))
+    );
+  }
+  return (
+    typeof o.score === "number" &&
+    Number.isFinite(o.score) &&
+    (o.reason === undefined || (typeof o.reason === "string" && o.reason.length <= MAX_RESULT)) &&
+    (o.metadata === undefined || isRecord(o.metadata)) &&
+    (o.subscores === undefined || Array.isArray(o.subscores))
+  );
+}
+
+/** A slice's outcomes: at least one, at most the `left` items the slice may cover, each well-formed. */
+export function wellFormedSlice(outcomes: unknown, left: number): outcomes is GradeOutcome[] {
+  return Array.isArray(outcomes) && outcomes.length >= 1 && outcomes.length <= left && outcomes.every(isOutcome);
+}
+
+/** a line or column in a grader's source (1-based; a 64 KiB source has no more) */
+const isPosition = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 1 && x <= 1_000_000;
+
+const VERDICTS = new Set(["timeout", "memory", "stalled", "recycle"]);
+const isCount = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 0 && x <= 1e9;
+const isBytes = (x: unknown): x is number => typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+const CHECK_NAMES = new Set<string>(CHECKS);
+/** a compiled grader: a 64 KiB source, the bundled standard library and a source map */
+const MAX_COMPILED = 8 * 1024 * 1024;
+const MAX_WARNINGS = 100;
+
+/** A stats reply whose counts are all byte counts (non-negative safe integers). */
+export function wellFormedStats(reply: Extract<WorkerReply, { op: "stats" }>): boolean {
+  const { warm, warmHeapBytes, evictions, rss } = reply;
+  return [warm, warmHeapBytes, evictions, rss].every(isBytes);
+}
+
+/** A "failed" reply's message, bounded. */
+export const failureMessage = (reply: Extract<WorkerReply, { op: "failed" }>): string =>
+  typeof reply.message === "string" ? reply.message.slice(0, MAX_MESSAGE) : "the worker failed";
+
+/** A validation worker's result, checked and copied field by field; undefined when it is malformed. */
+export function checkedValidation(r: unknown): ValidationResult | undefined {
+  if (!isRecord(r)) return undefined;
+  if (r.ok === true) {
+    const { compiled, warnings } = r;
+    if (typeof compiled !== "string" || compiled.length > MAX_COMPILED) return undefined;
+    if (
+      !Array.isArray(warnings) ||
+      warnings.length > MAX_WARNINGS ||
+      !warnings.every((w) => typeof w === "string" && w.length <= MAX_MESSAGE)
+    )
+      return undefined;
+    return { ok: true, compiled, warnings: [...warnings] };
+  }
+  const f = r.failure;
+  if (r.ok !== false || !isRecord(f) || !CHECK_NAMES.has(f.check as string) || typeof f.message !== "string") return undefined;
+  const optionalPosition = (x: unknown) => x === undefined || isPosition(x);
+  if (!optionalPosition(f.line) || !optionalPosition(f.column) || (f.costly !== undefined && typeof f.costly !== "boolean"))
+    return undefined;
+  return {
+    ok: false,
+    failure: {
+      check: f.check as CheckFailure["check"],
+      message: f.message.slice(0, 4 * MAX_MESSAGE),
+      ...(f.line === undefined ? {} : { line: f.line as number }),
+      ...(f.column === undefined ? {} : { column: f.column as number }),
+      ...(f.costly === true ? { costly: true } : {}),
+    },
+  };
+}
+
+export function parseVerdict(line: string): Verdict | undefined {
+  if (line.length > MAX_VERDICT_LINE) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(v) || !VERDICTS.has(v.verdict as string)) return undefined;
+  if (v.verdict === "recycle") return isBytes(v.rss) ? { verdict: "recycle", rss: v.rss } : undefined;
+  if (!isCount(v.job) || !isCount(v.from) || !isCount(v.count) || typeof v.detail !== "string") return undefined;
+  return {
+    verdict: v.verdict as "timeout" | "memory" | "stalled",
+    job: v.job,
+    from: v.from,
+    count: v.count,
+    detail: v.detail.slice(0, 200),
+  };
+}
+
+/**
+ * The verdicts of the complete lines in what the verdict pipe has given so far (malformed lines
+ * dropped), and the unfinished line left over, itself dropped once it is longer than any verdict.
+ */
+export function verdictLines(buffer: string): { verdicts: Verdict[]; rest: string } {
+  const verdicts: Verdict[] = [];
+  let rest = buffer;
+  let nl = rest.indexOf("\n");
+  while (nl >= 0) {
+    const verdict = parseVerdict(rest.slice(0, nl));
+    rest = rest.slice(nl + 1);
+    if (verdict) verdicts.push(verdict);
+    nl = rest.indexOf("\n");
+  }
+  return { verdicts, rest: rest.length > MAX_VERDICT_LINE ? "" : rest };
+}

@@ -1,0 +1,269 @@
+// Who runs what next: grading tasks in per-project fair queues (fair-queue.ts) on the grading
+// workers, validations on the validation worker, round-robin per project, never behind grading,
+// and stats pinned to the worker they ask about. A long batch runs in slices and goes to the back
+// of its project's queue after each one. Each reply is read strictly (replies.ts) before it
+// counts; a worker lost under a task is blamed (blame.ts) and its task contained (tasks.ts).
+
+import type { EventEmitter } from "node:events";
+import type { PackedBatch } from "../protocol/batch.ts";
+import { MAX_MESSAGE, type ValidationResult, type WorkerReply } from "../protocol/replies.ts";
+import { type GraderCode, hardDeadline, type SliceOptions, type WorkerRequest } from "../protocol/requests.ts";
+import type { GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import { blame } from "./blame.ts";
+import { FairQueue, fairShare, type Occupancy } from "./fair-queue.ts";
+import { checkedValidation, failureMessage, wellFormedSlice, wellFormedStats } from "./replies.ts";
+import { type PoolOptions, SandboxCrashError, SandboxUnavailableError } from "./sandbox.ts";
+import type { Supervisor, WorkerHandle } from "./supervisor.ts";
+import {
+  contain,
+  finish,
+  type GradeTask,
+  gradeTask,
+  limitsAtEnd,
+  type Running,
+  type StatsTask,
+  skipCulprits,
+  sliceEnd,
+  type Task,
+  VALIDATION_ID,
+  type ValidateTask,
+} from "./tasks.ts";
+import { Trust } from "./trust.ts";
+
+/** graders each worker remembers having run, so a grader goes back to a worker that holds it warm */
+const RECENT_MAX = 512;
+/** outcomes that cost a grader its trust (trust.ts) */
+const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
+
+export class Scheduler {
+  private readonly grading = new FairQueue<GradeTask>();
+  private readonly validations = new FairQueue<ValidateTask>();
+  private readonly pinned: StatsTask[] = [];
+  private readonly busyByProject = new Map<string, number>();
+  readonly trust = new Trust();
+  private nextId = 1;
+
+  constructor(
+    private readonly workers: Supervisor,
+    private readonly options: PoolOptions,
+    /** emits "graderFault" and "validationFault" */
+    private readonly events: EventEmitter,
+  ) {}
+
+  private get sliceMs(): number {
+    return Math.max(50, this.options.limits.timeoutMs / 2);
+  }
+
+  /** Grading tasks waiting for a worker. */
+  get queued(): number {
+    return this.grading.size;
+  }
+
+  grade(grader: GraderCode, batch: PackedBatch): Promise<GradeOutcome[]> {
+    return new Promise((resolve) => {
+      this.grading.push(gradeTask(grader, batch, resolve));
+      this.pump();
+    });
+  }
+
+  validate(project: string, source: string, mock: boolean): Promise<ValidationResult> {
+    return new Promise<ValidationResult>((resolve, reject) => {
+      this.validations.push({ kind: "validate", project, source, mock, resolve, reject });
+      this.pump();
+    });
+  }
+
+  stats(worker: WorkerHandle): Promise<Extract<WorkerReply, { op: "stats" }>> {
+    return new Promise((resolve, reject) => {
+      this.pinned.push({ kind: "stats", worker, resolve, reject });
+      this.pump();
+    });
+  }
+
+  pump(): void {
+    if (this.workers.closing) return;
+    for (const task of [...this.pinned]) {
+      if (!task.worker.ready || task.worker.running) continue;
+      this.pinned.splice(this.pinned.indexOf(task), 1);
+      this.dispatch(task.worker, task);
+    }
+    for (;;) {
+      const idle = this.workers.workers.filter((w) => w.role === "validate" && w.ready && !w.running && !w.retiring);
+      if (idle.length === 0) break;
+      const task = this.validations.take(() => true);
+      if (!task) break;
+      this.dispatch(idle[0], task);
+    }
+    for (;;) {
+      const idle = this.workers.grading().filter((w) => !w.running);
+      if (idle.length === 0) break;
+      const now = this.occupancy();
+      const task = this.grading.take((t, waiting) => fairShare(t.project, this.trust.trusted(t.grader.id), waiting, now));
+      if (!task) break;
+      const worker =
+        (task.lastWorker && idle.includes(task.lastWorker) ? task.lastWorker : undefined) ??
+        idle.find((w) => w.recent.has(task.grader.id)) ??
+        idle[0];
+      this.dispatch(worker, task);
+    }
+  }
+
+  private occupancy(): Occupancy {
+    return {
+      workers: this.workers.grading().length,
+      size: this.options.size,
+      busy: this.busyByProject,
+      untrustedBusy: this.workers.workers.filter((w) => w.running && !w.running.trusted).length,
+    };
+  }
+
+  private dispatch(worker: WorkerHandle, task: Task): void {
+    const id = this.nextId++;
+    const limits = this.options.limits;
+    let request: WorkerRequest;
+    let budgetMs: number;
+    let from = 0;
+    let single = false;
+    let trusted = true;
+    if (task.kind === "grade") {
+      from = task.next;
+      single = task.single;
+      trusted = this.trust.trusted(task.grader.id);
+      const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task.outcomes), end: sliceEnd(task, from) };
+      request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
+      // one slice, then one call that may run to its hard deadline, plus loading the module
+      budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000;
+      this.busyByProject.set(task.project, (this.busyByProject.get(task.project) ?? 0) + 1);
+      worker.recent.delete(task.grader.id);
+      worker.recent.add(task.grader.id);
+      if (worker.recent.size > RECENT_MAX) worker.recent.delete(worker.recent.values().next().value as string);
+    } else if (task.kind === "validate") {
+      request = { id, op: "validate", source: task.source, mock: task.mock };
+      // the checks (bounded input), loading the module and grading the sample thread
+      budgetMs = 20_000 + 2 * 2 * hardDeadline(limits.timeoutMs);
+    } else {
+      request = { id, op: "stats" };
+      budgetMs = 10_000;
+    }
+    this.workers.send(worker, request, { id, task, sentAt: Date.now(), budgetMs, from, single, trusted });
+  }
+
+  private release(running: Running): void {
+    const task = running.task;
+    if (task.kind !== "grade") return;
+    const n = (this.busyByProject.get(task.project) ?? 1) - 1;
+    if (n <= 0) this.busyByProject.delete(task.project);
+    else this.busyByProject.set(task.project, n);
+  }
+
+  private requeue(task: GradeTask): void {
+    if (!skipCulprits(task)) this.grading.push(task);
+  }
+
+  /** A worker's reply (the supervisor's hook): read strictly, applied to the task it answers. */
+  settle(worker: WorkerHandle, reply: WorkerReply): void {
+    const running = worker.running;
+    if (!running || !reply || typeof reply !== "object" || reply.id !== running.id) return;
+    worker.running = undefined;
+    this.release(running);
+    const task = running.task;
+    if (reply.op === "failed") {
+      const error = new Error(failureMessage(reply));
+      if (task.kind === "grade") finish(task, { code: "SANDBOX_CRASHED", message: error.message });
+      else task.reject(error);
+    } else if (task.kind === "grade" && reply.op === "grade") {
+      this.takeSlice(worker, task, reply);
+    } else if (task.kind === "validate" && reply.op === "validate") {
+      if (reply.retire === true) this.workers.retire(worker);
+      const result = checkedValidation(reply.result);
+      if (result) task.resolve(result);
+      else task.reject(new Error("the validation worker answered in an unknown form"));
+    } else if (task.kind === "stats" && reply.op === "stats") {
+      if (wellFormedStats(reply)) task.resolve(reply);
+      else task.reject(new Error("the sandbox worker's stats were malformed"));
+    } else if (task.kind === "grade") {
+      finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker answered out of turn" });
+    } else {
+      task.reject(new Error("the sandbox worker answered out of turn"));
+    }
+    this.workers.answered(worker);
+    this.pump();
+  }
+
+  /** A slice's outcomes, checked before use: at least one, at most the items left, each well-formed. */
+  private takeSlice(worker: WorkerHandle, task: GradeTask, reply: Extract<WorkerReply, { op: "grade" }>): void {
+    const outcomes = reply.outcomes;
+    if (!wellFormedSlice(outcomes, sliceEnd(task, task.next) - task.next)) {
+      this.trust.note(task.grader.id, true);
+      finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
+      this.workers.kill(worker);
+      return;
+    }
+    for (const outcome of outcomes) task.outcomes.push(outcome);
+    task.next += outcomes.length;
+    task.lastWorker = worker;
+    const faulted = typeof reply.violation === "string" || outcomes.some((o) => "error" in o && FAULT_CODES.has(o.error.code));
+    this.trust.note(task.grader.id, faulted);
+    if (typeof reply.violation === "string" && !task.grader.id.startsWith(VALIDATION_ID)) {
+      this.events.emit("graderFault", task.grader.id, `broke the sandbox's reply format: ${reply.violation.slice(0, 200)}`);
+    }
+    if (typeof reply.fault === "string") {
+      const reason = `exceeded the memory a grader may keep: ${reply.fault.slice(0, MAX_MESSAGE)}`;
+      // threads graded with a source under validation have no stored grader: the project answers for them
+      if (task.grader.id.startsWith(VALIDATION_ID)) this.events.emit("validationFault", task.project, reason);
+      else this.events.emit("graderFault", task.grader.id, reason);
+    }
+    // the worker holds more than it should: a new one starts, and this one closes after this reply
+    if (reply.retire === true) this.workers.retire(worker);
+    this.requeue(task);
+  }
+
+  /** A worker exited (the supervisor's hook): whose fault it was, and what each item gets. */
+  exited(worker: WorkerHandle, running: Running | undefined, code: number | null, signal: NodeJS.Signals | null): void {
+    if (running) {
+      this.release(running);
+      this.lost(worker, running, code, signal);
+    }
+    for (const task of this.pinned.filter((t) => t.worker === worker)) {
+      this.pinned.splice(this.pinned.indexOf(task), 1);
+      task.reject(new SandboxCrashError("SANDBOX_CRASHED", "the sandbox worker exited"));
+    }
+  }
+
+  private lost(worker: WorkerHandle, running: Running, code: number | null, signal: NodeJS.Signals | null): void {
+    const task = running.task;
+    const closing = this.workers.closing;
+    const loss = blame(
+      { job: running.id, verdict: worker.verdict, hung: worker.hung, budgetMs: running.budgetMs, code, signal },
+      this.options.limits,
+    );
+    if (task.kind === "stats") {
+      task.reject(new SandboxCrashError("SANDBOX_CRASHED", loss.message));
+      return;
+    }
+    if (task.kind === "validate") {
+      // a validation worker runs nothing but this project's validation: when it stops answering, that is the source's doing
+      if ((loss.blamed || worker.hung) && !closing) this.events.emit("validationFault", task.project, loss.message);
+      task.reject(new SandboxCrashError(loss.code, loss.message));
+      return;
+    }
+    if (closing) {
+      finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox is shutting down" });
+      return;
+    }
+    if (loss.blamed) {
+      this.trust.note(task.grader.id, true);
+      // threads graded with a source under validation have no stored grader: the project answers for them
+      if (task.grader.id.startsWith(VALIDATION_ID)) this.events.emit("validationFault", task.project, loss.message);
+      else this.events.emit("graderFault", task.grader.id, loss.message);
+    }
+    if (contain(task, loss, running)) this.requeue(task);
+  }
+
+  /** Shutting down: every queued request ends now. */
+  drain(): void {
+    for (const task of this.validations.drain()) task.reject(new SandboxUnavailableError("the sandbox is shut down"));
+    for (const task of this.grading.drain()) finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox is shutting down" });
+    for (const task of this.pinned.splice(0)) task.reject(new SandboxUnavailableError("the sandbox is shut down"));
+  }
+}

@@ -1,0 +1,158 @@
+// The work the pool hands its workers, and what becomes of a batch as its slices are graded or
+// lost. A grading task keeps every outcome so far and its next item; a slice lost with its
+// worker is graded again, except the item that took the worker down when that item is known.
+
+import type { PackedBatch } from "../protocol/batch.ts";
+import type { ValidationResult, WorkerReply } from "../protocol/replies.ts";
+import type { GraderCode } from "../protocol/requests.ts";
+import type { GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import type { Loss } from "./blame.ts";
+import type { WorkerHandle } from "./supervisor.ts";
+
+/** Worker deaths one batch may cause before the rest of it fails fast. */
+export const MAX_CRASHES_PER_BATCH = 3;
+/** the id prefix of a source being validated (no stored grader) */
+export const VALIDATION_ID = "validate:";
+
+export type ItemError = { code: GradeErrorCode; message: string };
+
+/** One batch (or one part of a split batch) of one grader, graded slice by slice. */
+export interface GradeTask {
+  kind: "grade";
+  project: string;
+  grader: GraderCode;
+  batch: PackedBatch;
+  count: number;
+  outcomes: GradeOutcome[];
+  /** the next item to grade: every item before it has its outcome */
+  next: number;
+  /** grade one item per slice: a worker died under this batch and the item that did it is unknown */
+  single: boolean;
+  /** items known to have taken a worker down, with the error each gets instead of another try */
+  culprits: Map<number, ItemError>;
+  crashes: number;
+  /** the worker that ran the last slice (it holds the grader warm) */
+  lastWorker?: WorkerHandle;
+  resolve: (outcomes: GradeOutcome[]) => void;
+}
+
+export interface ValidateTask {
+  kind: "validate";
+  project: string;
+  source: string;
+  mock: boolean;
+  resolve: (result: ValidationResult) => void;
+  reject: (error: Error) => void;
+}
+
+/** Pinned to one worker: its stats. */
+export interface StatsTask {
+  kind: "stats";
+  worker: WorkerHandle;
+  resolve: (reply: Extract<WorkerReply, { op: "stats" }>) => void;
+  reject: (error: Error) => void;
+}
+
+export type Task = GradeTask | ValidateTask | StatsTask;
+
+/** A request a worker is running. */
+export interface Running {
+  id: number;
+  task: Task;
+  sentAt: number;
+  /** ms after which a worker that has said nothing is presumed stuck and killed (no one is blamed) */
+  budgetMs: number;
+  /** for a grading slice: its first item, and whether it was a single item */
+  from: number;
+  single: boolean;
+  trusted: boolean;
+}
+
+export function gradeTask(grader: GraderCode, batch: PackedBatch, resolve: (outcomes: GradeOutcome[]) => void): GradeTask {
+  return {
+    kind: "grade",
+    project: grader.project,
+    grader,
+    batch,
+    count: batch.count,
+    outcomes: [],
+    next: 0,
+    single: false,
+    culprits: new Map(),
+    crashes: 0,
+    resolve,
+  };
+}
+
+/** Where a slice from `from` must stop: no item at or past a known culprit is graded again. */
+export function sliceEnd(task: GradeTask, from: number): number {
+  let end = task.count;
+  for (const at of task.culprits.keys()) if (at >= from && at < end) end = at;
+  return end;
+}
+
+/** Items stopped by a limit at the end of what was graded so far (the engine stops a batch after a few in a row). */
+export function limitsAtEnd(outcomes: GradeOutcome[]): number {
+  let n = 0;
+  for (let i = outcomes.length - 1; i >= 0 && n < 16; i--) {
+    const o = outcomes[i];
+    if (!("error" in o) || (o.error.code !== "GRADER_TIMEOUT" && o.error.code !== "GRADER_MEMORY_LIMIT")) break;
+    n++;
+  }
+  return n;
+}
+
+/** Every item not yet graded gets this error (a known culprit keeps its own); the task is done. */
+export function finish(task: GradeTask, error: ItemError): void {
+  while (task.next < task.count) {
+    task.outcomes.push({ error: task.culprits.get(task.next) ?? error });
+    task.next++;
+  }
+  task.resolve(task.outcomes);
+}
+
+/** Known culprits at the next item get their error; true when that leaves nothing to grade (the task is resolved). */
+export function skipCulprits(task: GradeTask): boolean {
+  for (let error = task.culprits.get(task.next); error; error = task.culprits.get(task.next)) {
+    task.outcomes.push({ error });
+    task.next++;
+  }
+  if (task.next < task.count) return false;
+  task.resolve(task.outcomes);
+  return true;
+}
+
+/**
+ * A worker died under a slice of this task (`loss`: whose fault, blame.ts). The item the verdict
+ * names, or the single item the slice ran, gets the error and is not tried again; the rest of
+ * the slice is graded again. Without a named item the task goes on one item per slice, so a
+ * second death names it. True when the task is to be queued again; false when it is finished
+ * (its module took the worker down while loading, or too many deaths).
+ */
+export function contain(task: GradeTask, loss: Loss, running: Running): boolean {
+  const { code, message, verdict, blamed } = loss;
+  task.crashes++;
+  // which item was running: the verdict names the call; a single-item slice names it too
+  const from = verdict ? verdict.from : running.from;
+  const count = verdict ? verdict.count : running.single ? 1 : -1;
+  if (count === 0 && blamed) {
+    // the grader's module itself took the worker down while loading: no item can be graded
+    finish(task, { code, message });
+    return false;
+  }
+  if (count === 1 && from >= task.next && from < task.count) {
+    // the culprit is known: it gets the error; the items before it (graded in the lost slice) are graded again
+    task.culprits.set(from, { code, message });
+    task.single = false;
+  } else {
+    task.single = true; // one item per slice from here on, so a further crash names its item
+  }
+  if (task.crashes >= MAX_CRASHES_PER_BATCH) {
+    finish(task, {
+      code,
+      message: `not run: this batch took ${task.crashes} sandbox workers down, so the rest of it fails fast (last: ${message})`,
+    });
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,55 @@
+// What the host (the server's pool) sends a sandbox worker process, over Node IPC, and the
+// settings it starts one with. The other direction is replies.ts. Types and constants only: both
+// sides import this file, so it holds nothing that runs on either.
+
+import type { PackedBatch } from "./batch.ts";
+
+export interface EngineLimits {
+  /** per grading call, covering sync code, microtasks and promises that never settle */
+  timeoutMs: number;
+  memoryMb: number;
+  /** warm isolates kept per worker */
+  maxWarm: number;
+  /** heap bytes (MB) all warm isolates of a worker may hold together */
+  maxWarmHeapMb: number;
+}
+
+export interface GraderCode {
+  /** identifies one stored grader version: isolates are never shared across graders */
+  id: string;
+  /** the project the grader belongs to (scheduling and blame are per project) */
+  project: string;
+  compiled: string;
+}
+
+export interface SliceOptions {
+  /** grade exactly one item (the pool is looking for the item that took a worker down) */
+  single: boolean;
+  /** stop starting calls after this long (the pool re-queues the rest, so other projects get a turn) */
+  sliceMs: number;
+  /** consecutive items stopped by a limit at the end of what was graded before this slice */
+  limitsInARow: number;
+  /** grade no item at or past this index (an item that took a worker down is not tried again) */
+  end: number;
+}
+
+export type WorkerRequest =
+  /** grade `batch` from item `from` on, for one slice (the reply may carry `retire` and `fault`: see SliceResult) */
+  | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
+  /** `mock`: grade the built-in sample thread (test_run without samples of the grader's own) */
+  | { id: number; op: "validate"; source: string; mock: boolean }
+  | { id: number; op: "stats" };
+
+/** Not a request: handled when it arrives, answered by nothing. */
+export type WorkerNotice = { op: "forget"; ids: string[] };
+
+export const LIMITS_ENV = "GRADEBOX_SANDBOX_LIMITS";
+/** "validate" for the validation worker, which loads the TypeScript compiler up front */
+export const ROLE_ENV = "GRADEBOX_SANDBOX_ROLE";
+
+/**
+ * A call may run to 2× its time limit + ½ s before the worker's watchdog kills the process
+ * (isolated-vm enforces the limit itself; this is the bound for what it cannot interrupt). The
+ * pool sizes its own last-resort budgets from it.
+ */
+export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;

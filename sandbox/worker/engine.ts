@@ -1,0 +1,314 @@
+// The engine: owns isolates inside one sandbox worker process. One isolate per grader
+// (runtime.ts), kept warm in an LRU map bounded by count and by heap bytes, rebuilt after any
+// disposal. Only strings and numbers cross into an isolate (a batch crosses packed, see
+// protocol/batch.ts) and one string crosses out (isolate/reply.ts), read strictly
+// (reply-reader.ts); the References the host keeps point at trusted prelude functions. With the
+// worker's memory bounds (memory.ts) every call's growth of the process is charged to its
+// isolate: one that keeps too much outside its heap is disposed and blamed, and a worker past
+// its recycle bound says it is to be replaced. Validation's checks run here too, on the
+// validation worker.
+
+import { type PackedBatch, packBatch } from "../protocol/batch.ts";
+import type { SliceResult, ValidationResult } from "../protocol/replies.ts";
+import type { EngineLimits, GraderCode, SliceOptions } from "../protocol/requests.ts";
+import type { CheckFailure, GradeOutcome } from "../validate/checks.ts";
+import { MOCK_THREAD } from "../validate/checks.ts";
+import { bundle, checkSyntax } from "../validate/compile.ts";
+import { checkNesting } from "../validate/source-bounds.ts";
+import { explainedRss, residentBytes } from "./memory.ts";
+import { ReplyViolation } from "./reply-reader.ts";
+import { type CallWatch, type EngineHooks, GraderError, Runtime, retainedMessage, UNWATCHED } from "./runtime.ts";
+
+/** After this many items in a row stopped by a limit (time or memory), the rest of a batch fails fast instead of costing a limit each. */
+export const MAX_TIMEOUTS_IN_A_ROW = 3;
+
+const MOCK_BATCH = packBatch([MOCK_THREAD]);
+/** How long esbuild may take over one check (syntax, or the bundle). */
+export const PARSE_DEADLINE_MS = 2000;
+
+/** an item stopped by its time or memory limit: each such item costs a whole limit */
+const overLimit = (o: GradeOutcome | undefined) =>
+  o !== undefined && "error" in o && (o.error.code === "GRADER_TIMEOUT" || o.error.code === "GRADER_MEMORY_LIMIT");
+
+export class Engine {
+  private readonly warm = new Map<string, Runtime>();
+  /** warm isolates dropped to keep the cache within its count and heap bounds */
+  evictions = 0;
+  /** CPU time spent inside isolates grading (isolated-vm's cpuTime), summed: what grader code costs here */
+  isolateCpuUs = 0;
+  private readonly watch: CallWatch;
+  private readonly onWarmHeap: (bytes: number) => void;
+  /**
+   * Set when the worker's RSS passed its recycle bound after a call, or did not come back after
+   * an isolate was disposed for what it kept: the worker is to be replaced. Slices end after
+   * the call that found it; the worker says so in every reply from then on.
+   */
+  overgrown = false;
+  constructor(
+    readonly limits: EngineLimits,
+    private readonly hooks: EngineHooks = {},
+  ) {
+    this.watch = hooks.watch ?? UNWATCHED;
+    this.onWarmHeap = hooks.onWarmHeap ?? (() => {});
+  }
+
+  get warmCount(): number {
+    return this.warm.size;
+  }
+
+  get warmHeapBytes(): number {
+    let total = 0;
+    for (const rt of this.warm.values()) total += rt.heapBytes;
+    return total;
+  }
+
+  private runtime(grader: GraderCode): Runtime {
+    const hit = this.warm.get(grader.id);
+    if (hit && !hit.isolate.isDisposed) {
+      this.warm.delete(grader.id); // re-insert: Map order is the LRU order
+      this.warm.set(grader.id, hit);
+      return hit;
+    }
+    this.warm.delete(grader.id);
+    const runtime = new Runtime(grader.compiled, this.limits, this.hooks);
+    this.warm.set(grader.id, runtime);
+    this.trim(runtime);
+    return runtime;
+  }
+
+  /** Evicts least recently used isolates (never `keep`) until count and heap bytes are within bounds. */
+  private trim(keep?: Runtime): void {
+    const maxHeap = this.limits.maxWarmHeapMb * 1024 * 1024;
+    let heap = this.warmHeapBytes;
+    for (const [id, rt] of this.warm) {
+      if (this.warm.size <= this.limits.maxWarm && heap <= maxHeap) break;
+      if (rt === keep) continue;
+      heap -= rt.heapBytes;
+      rt.dispose();
+      this.warm.delete(id);
+      this.evictions++;
+    }
+    this.onWarmHeap(heap);
+  }
+
+  /** Disposes every warm isolate of these graders (deleted or replaced). */
+  forget(ids: readonly string[]): void {
+    for (const id of ids) this.evict(id);
+    this.onWarmHeap(this.warmHeapBytes);
+  }
+
+  /**
+   * Grades a packed batch with one grader, from item `from` on, for one slice (see
+   * SliceOptions). Fast path: the rest of the batch in one crossing. When a call dies (timeout,
+   * out of memory) the items since the last good result are re-run one per call, so the error
+   * lands on the item that caused it and every other item still gets its own score.
+   */
+  gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    const before = this.warm.get(grader.id);
+    const bytesBefore = before?.heapBytes;
+    const result = this.gradeWith(
+      () => this.runtime(grader),
+      () => this.evict(grader.id),
+      batch,
+      from,
+      options,
+    );
+    // the warm set's bytes change only when an isolate was measured, rebuilt or dropped: most
+    // slices (31 calls in 32) skip the walk over every warm isolate
+    const after = this.warm.get(grader.id);
+    if (after !== before || after?.heapBytes !== bytesBefore) this.trim(after);
+    return this.overgrown ? { ...result, retire: true } : result;
+  }
+
+  /** The whole batch in one go (no slices): for tests and in-process measurement. */
+  gradeBatch(grader: GraderCode, batch: PackedBatch): GradeOutcome[] {
+    return this.gradeSlice(grader, batch, 0, { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: batch.count })
+      .outcomes;
+  }
+
+  private evict(id: string): void {
+    this.warm.get(id)?.dispose();
+    this.warm.delete(id);
+  }
+
+  private gradeWith(acquire: () => Runtime, discard: () => void, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    const count = Math.min(batch.count, options.end);
+    const outcomes: GradeOutcome[] = [];
+    const started = Date.now();
+    let i = from;
+    let single = options.single;
+    let inARow = options.limitsInARow;
+    let loaded: Runtime | undefined;
+    let violation: string | undefined;
+    let fault: string | undefined;
+    const bounds = this.hooks.bounds;
+    /** an isolate was disposed for what it kept: does the process give the memory back? */
+    const checkGiveBack = () => {
+      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes)) this.overgrown = true;
+    };
+    const push = (outcome: GradeOutcome) => {
+      outcomes.push(outcome);
+      inARow = overLimit(outcome) ? inARow + 1 : 0;
+      i++;
+    };
+    while (i < count) {
+      if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs || this.overgrown)) break;
+      if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
+        const last = outcomes.at(-1);
+        const code = last && "error" in last ? last.error.code : "GRADER_TIMEOUT";
+        const message = `not run: ${MAX_TIMEOUTS_IN_A_ROW} items in a row exceeded their time or memory limit, so the rest of the batch fails fast`;
+        while (i < count) push({ error: { code, message } });
+        break;
+      }
+      let rt: Runtime;
+      try {
+        rt = acquire();
+      } catch (error) {
+        // the module body itself fails: every remaining item gets that error
+        const outcome = toOutcome(error);
+        if (error instanceof GraderError && error.fault) {
+          fault = error.message;
+          checkGiveBack();
+        }
+        while (i < count) push(outcome);
+        break;
+      }
+      const alone = single || count - i === 1;
+      const asked = alone ? 1 : count - i;
+      const rssBefore = bounds ? residentBytes() : 0;
+      this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
+      try {
+        const cpuBefore = rt.isolate.cpuTime;
+        const reply = rt.call(loaded === rt ? undefined : batch, i, asked);
+        this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
+        loaded = rt;
+        const rssAfter = bounds ? residentBytes() : 0;
+        if (bounds && rt.account(rssAfter - rssBefore, bounds)) {
+          // the grader keeps what its calls make: this call's items fail, and its isolate goes
+          fault = retainedMessage(rt.retained, bounds, this.limits.memoryMb);
+          discard();
+          loaded = undefined;
+          const covered = reply.outcomes.length + (reply.pending ? 1 : 0);
+          for (let k = 0; k < covered; k++) push({ error: { code: "GRADER_MEMORY_LIMIT", message: fault } });
+          checkGiveBack();
+        } else {
+          for (const outcome of reply.outcomes) push(outcome);
+          if (reply.pending) {
+            // microtasks drained with the item's promise still pending: it can never settle
+            push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
+          }
+        }
+        if (bounds && rssAfter > bounds.recycleAt) this.overgrown = true;
+        single = options.single;
+      } catch (error) {
+        discard();
+        loaded = undefined;
+        checkGiveBack();
+        if (error instanceof ReplyViolation) {
+          violation = error.message;
+          const message = `the sandbox could not read the grader's results (${error.message})`;
+          for (let k = 0; k < asked; k++) push({ error: { code: "GRADER_ERROR", message } });
+        } else if (alone) {
+          push(toOutcome(error));
+        } else {
+          single = true; // find the culprit: retry from i one item per call
+        }
+      } finally {
+        this.watch.end();
+      }
+    }
+    return { outcomes, ...(violation === undefined ? {} : { violation }), ...(fault === undefined ? {} : { fault }) };
+  }
+
+  /**
+   * Some sources within every size and nesting bound still make esbuild work for minutes and
+   * gigabytes (`a<a<a<…`, thousands of duplicate labels). Past the deadline the check fails, and
+   * the worker is to be replaced: its esbuild service is still busy, and exits with it.
+   */
+  private async withinParseDeadline<T>(work: Promise<T>): Promise<T | CheckFailure> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<CheckFailure>((resolve) => {
+      timer = setTimeout(() => {
+        this.spent = true;
+        resolve({
+          check: "syntax",
+          message: `the source took longer than ${PARSE_DEADLINE_MS / 1000} s to parse; simplify it (long chains of \`<\`, or thousands of labels or declarations, are the usual cause)`,
+          costly: true,
+        });
+      }, PARSE_DEADLINE_MS);
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Set when a parse ran past its deadline: this worker should be replaced once it has answered. */
+  spent = false;
+
+  /** The five checks (size is the server's); the pool grades any threads given with them. */
+  async validate(source: string, { mock: runMock = true }: { mock?: boolean } = {}): Promise<ValidationResult> {
+    // the server checks this too; here it guards every other caller of the engine
+    const nesting = checkNesting(source);
+    if (nesting) return { ok: false, failure: nesting };
+    const syntax = await this.withinParseDeadline(checkSyntax(source));
+    if (syntax) return { ok: false, failure: syntax };
+    // the TypeScript compiler is loaded only where validations run: it would double a grading worker's memory
+    const { analyze } = await import("../validate/analyze.ts");
+    const analysis = analyze(source);
+    if ("check" in analysis) return { ok: false, failure: analysis };
+    const built = await this.withinParseDeadline(bundle(analysis.code, analysis.edit));
+    if ("check" in built) return { ok: false, failure: built };
+
+    let rt: Runtime;
+    try {
+      rt = new Runtime(built.compiled, this.limits, this.hooks);
+    } catch (error) {
+      return { ok: false, failure: { check: "execution", message: `the module failed to load: ${describeError(error)}` } };
+    }
+    let current = rt;
+    const acquire = () => {
+      if (current.isolate.isDisposed) current = new Runtime(built.compiled, this.limits, this.hooks);
+      return current;
+    };
+    const discard = () => current.dispose();
+    const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: MOCK_BATCH.count };
+    try {
+      // with samples of its own, a grader's test_run is those samples (the pool grades them)
+      const [mock] = runMock ? this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes : [{ score: 0 }];
+      if ("error" in mock) {
+        return {
+          ok: false,
+          failure: {
+            check: "test_run",
+            // where in the user's source it threw, for push's caret and the console's marked line
+            ...(mock.error.line === undefined ? {} : { line: mock.error.line, column: mock.error.column }),
+            message:
+              `grade failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
+              'The sample thread\'s metadata is {}: guard reads of it (`thread.metadata.expected ?? ""`); to see how it grades real samples, ' +
+              "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`), which test_run then uses instead",
+          },
+        };
+      }
+      return { ok: true, compiled: built.compiled, warnings: analysis.warnings };
+    } finally {
+      current.dispose();
+    }
+  }
+
+  dispose(): void {
+    for (const rt of this.warm.values()) rt.dispose();
+    this.warm.clear();
+  }
+}
+
+function toOutcome(error: unknown): GradeOutcome {
+  if (error instanceof GraderError) return { error: { code: error.code, message: error.message } };
+  return { error: { code: "GRADER_ERROR", message: describeError(error) } };
+}
+
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error instanceof GraderError ? error.message : `${error.name}: ${error.message}`;
+}

@@ -1,0 +1,300 @@
+// One isolate with one grader loaded into it (Runtime): the prelude first, then the grader's
+// module inside a wrapper whose catch the prelude formats. A call crosses in with strings and
+// numbers and out with one string, read strictly (reply-reader.ts); isolated-vm's failures
+// become grader error codes; an error's position in grader.js is mapped back to the user's
+// source. With the worker's memory bounds (memory.ts) every call's growth of the process is
+// charged to the isolate. The engine (engine.ts) keeps these warm and runs batches on them.
+
+import v8 from "node:v8";
+import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
+import ivm from "isolated-vm";
+import type { PackedBatch } from "../protocol/batch.ts";
+import type { EngineLimits } from "../protocol/requests.ts";
+import type { GradeErrorCode } from "../validate/checks.ts";
+import { bundlePrelude, splitCompiled } from "../validate/compile.ts";
+import { type MemoryBounds, residentBytes } from "./memory.ts";
+import { type DecodedReply, decodeReply, ReplyViolation } from "./reply-reader.ts";
+
+/** Where the engine announces each isolate call, so the worker's watchdog can bound it. */
+export interface CallWatch {
+  /** `rss`: the process's resident bytes as the call starts (0 when not measured) */
+  begin(from: number, count: number, limitMs: number, rss: number): void;
+  end(): void;
+}
+export const UNWATCHED: CallWatch = { begin() {}, end() {} };
+
+export interface EngineHooks {
+  watch?: CallWatch;
+  /** shared memory (isolate/slot.ts) each isolate's prelude writes the item it is grading into */
+  progress?: SharedArrayBuffer;
+  /** told the heap bytes of warm isolates whenever they change */
+  onWarmHeap?: (bytes: number) => void;
+  /**
+   * the worker's memory bounds (memory.ts): with them, every call's growth of the process is
+   * charged to its isolate, and the engine says when the worker should be replaced
+   */
+  bounds?: MemoryBounds;
+}
+
+export class GraderError extends Error {
+  constructor(
+    readonly code: GradeErrorCode,
+    message: string,
+    /** the grader is blamed for it as for taking its worker down (a fault), not only for the item */
+    readonly fault = false,
+  ) {
+    super(message);
+  }
+}
+
+const MB = 1024 * 1024;
+/** Why a grader's isolate was disposed for what it kept: the bound and what counts towards it. */
+export function retainedMessage(retained: number, bounds: MemoryBounds, memoryMb: number): string {
+  return (
+    `its calls left the sandbox worker ${Math.round(retained / MB)} MB larger than its heap explains, past the ${Math.round(bounds.retained / MB)} MB ` +
+    `a grader may keep outside its heap (2× the ${memoryMb} MB memory limit + 64 MB), so its isolate was disposed. ` +
+    "Intl objects and resizable ArrayBuffers live outside the heap: make formatters once, at module level, rather than keeping new ones"
+  );
+}
+
+const preludeSource = bundlePrelude();
+
+/** Heap bytes of a warm isolate are re-measured after its first call and every this many. */
+const MEASURE_EVERY = 32;
+
+/**
+ * The grader's module runs inside this wrapper: whatever it throws is formatted by the prelude
+ * under the time limit, and no error object of grader code ever crosses to the host.
+ */
+const wrapModule = (compiled: string) =>
+  `(function () {\n"use strict";\ntry {\n${compiled}\n} catch (error) {\nglobalThis.__gradebox_load_failed(error);\n}\n})();\n`;
+/** where wrapModule puts the compiled script: lines before it (0-based line), columns before it on its first line */
+const WRAPPED_AT = ((wrapped: string[]) => {
+  const line = wrapped.findIndex((l) => l.includes("\0"));
+  return { line, column: wrapped[line].indexOf("\0") };
+})(wrapModule("\0").split("\n"));
+
+/** An isolate's heap and the external bytes isolated-vm counts against its limit. */
+function heapOf(isolate: ivm.Isolate): number {
+  const heap = isolate.getHeapStatisticsSync();
+  return heap.total_heap_size + heap.externally_allocated_size;
+}
+
+/** A live isolate with a grader loaded into it. */
+export class Runtime {
+  readonly isolate: ivm.Isolate;
+  private readonly context: ivm.Context;
+  private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
+  heapBytes = 0;
+  calls = 0;
+  /**
+   * Bytes the process grew by over this isolate's calls (its module load included) that its
+   * heap does not explain: memory it holds outside isolated-vm's accounting. See account().
+   */
+  retained = 0;
+  /** the isolate's heap (and counted external) bytes when `retained` was last corrected by them */
+  private heapAtCharge = 0;
+  /** V8's gc() in a second context of this isolate, made at the first sweep; null where it cannot be had */
+  private collector: ivm.Reference | null | undefined;
+  /** the grader's source map (base64 JSON), parsed at its first error with a position */
+  private readonly mapText: string | undefined;
+  private sourceMap: TraceMap | null | undefined;
+
+  /** Throws GraderError(GRADER_*) when the module body fails, times out or runs out of memory. */
+  constructor(
+    code: string,
+    private readonly limits: EngineLimits,
+    { watch = UNWATCHED, progress, bounds }: EngineHooks,
+  ) {
+    this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
+    const { script, map } = splitCompiled(code);
+    this.mapText = map;
+    try {
+      this.context = this.isolate.createContextSync();
+      this.isolate.compileScriptSync(preludeSource, { filename: "gradebox:prelude" }).runSync(this.context);
+      const host = this.context.global.getSync("__gradebox_host", { reference: true });
+      this.fns = {
+        install: host.getSync("install", { reference: true }),
+        run: host.getSync("run", { reference: true }),
+        collect: host.getSync("collect", { reference: true }),
+      };
+      if (progress) {
+        host.getSync("progress", { reference: true }).applySync(undefined, [new ivm.ExternalCopy(progress).copyInto({ release: true })]);
+      }
+      this.context.global.deleteSync("__gradebox_host");
+      let failure: unknown;
+      if (bounds) this.heapAtCharge = heapOf(this.isolate);
+      const before = bounds ? residentBytes() : 0;
+      watch.begin(0, 0, limits.timeoutMs, before);
+      try {
+        failure = this.guard(() => {
+          this.isolate
+            .compileScriptSync(wrapModule(script), { filename: "grader.js" })
+            .runSync(this.context, { timeout: limits.timeoutMs });
+          return this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
+        });
+      } finally {
+        watch.end();
+      }
+      if (bounds && this.account(residentBytes() - before, bounds)) {
+        throw new GraderError("GRADER_MEMORY_LIMIT", retainedMessage(this.retained, bounds, limits.memoryMb), true);
+      }
+      if (typeof failure !== "string") throw new GraderError("GRADER_ERROR", "the module's loader answered in an unknown form");
+      if (failure !== "") throw new GraderError("GRADER_ERROR", failure);
+      this.measure();
+    } catch (error) {
+      this.dispose();
+      throw error;
+    }
+  }
+
+  /** Maps isolated-vm's failures to grader error codes. */
+  guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof GraderError || error instanceof ReplyViolation) throw error;
+      if (this.isolate.isDisposed) {
+        throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
+      }
+      // isolated-vm's own message; errors of grader code never reach here as objects
+      if (error instanceof Error && error.message === "Script execution timed out.") {
+        // near its heap limit V8 collects garbage again and again: time runs out on a memory hog
+        if (this.heapNearlyFull()) throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
+        throw new GraderError("GRADER_TIMEOUT", `exceeded the ${this.limits.timeoutMs} ms time limit`);
+      }
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : "the sandbox call failed";
+      throw new GraderError("GRADER_ERROR", message.slice(0, 2000));
+    }
+  }
+
+  /**
+   * One crossing in, one out: grades from `from` on, until the prelude's time slice ends.
+   * Without a batch, the isolate grades the one it loaded last.
+   */
+  call(batch: PackedBatch | undefined, from: number, maxItems: number): DecodedReply {
+    return this.guard(() => {
+      const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
+      const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
+      this.fns.run.applySync(undefined, args, { timeout: this.limits.timeoutMs });
+      const reply = this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs });
+      if (++this.calls % MEASURE_EVERY === 1) this.measure();
+      return this.locate(decodeReply(reply, maxItems));
+    });
+  }
+
+  /** Errors carry positions in grader.js out of the isolate: map them to the user's source, or drop them. */
+  private locate(reply: DecodedReply): DecodedReply {
+    const outcomes = reply.outcomes;
+    for (let k = 0; k < outcomes.length; k++) {
+      const outcome = outcomes[k];
+      if (!("error" in outcome) || outcome.error.line === undefined) continue;
+      const { code, message, line, column = 0 } = outcome.error;
+      const at = this.sourcePosition(line, column);
+      outcomes[k] = { error: at ? { code, message, line: at.line, column: at.column } : { code, message } };
+    }
+    return reply;
+  }
+
+  /** A 1-based line and column in grader.js as a 1-based line and column in the user's source. */
+  private sourcePosition(line: number, column: number): { line: number; column: number } | undefined {
+    if (this.sourceMap === undefined) this.sourceMap = parseSourceMap(this.mapText);
+    if (this.sourceMap === null) return undefined;
+    const generatedLine = line - WRAPPED_AT.line;
+    const generatedColumn = (generatedLine === 1 ? column - WRAPPED_AT.column : column) - 1;
+    if (generatedLine < 1 || generatedColumn < 0) return undefined;
+    const at = originalPositionFor(this.sourceMap, { line: generatedLine, column: generatedColumn });
+    if (at.line === null || at.column === null) return undefined;
+    return { line: at.line, column: at.column + 1 };
+  }
+
+  private heapNearlyFull(): boolean {
+    try {
+      const heap = this.isolate.getHeapStatisticsSync();
+      return heap.used_heap_size + heap.externally_allocated_size >= 0.8 * this.limits.memoryMb * 1024 * 1024;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Charges a call's growth of the process to this isolate; true when what it holds outside its
+   * heap is past the bound. The heap (and the ArrayBuffers isolated-vm counts) is within the
+   * isolate's limit already, so once the charge is worth a look (a quarter of the bound) the
+   * heap's own growth is taken off it; for most isolates that look never happens.
+   *
+   * V8 does not see the memory behind Intl objects or resizable ArrayBuffers either: an isolate
+   * that makes them per item and drops them piles up garbage far past its heap's size before
+   * anything collects it (800 MB for 34,000 DateTimeFormats, measured). So an isolate charged
+   * that much has its garbage collected after each call, and what the collection gives back
+   * to the process is taken off the charge; what it frees into malloc is reused by the next
+   * calls rather than added to. Only an isolate that keeps what it makes reaches the bound.
+   */
+  account(growth: number, bounds: MemoryBounds): boolean {
+    this.retained += growth;
+    if (this.retained <= bounds.retained / 4 || this.isolate.isDisposed) return false;
+    this.offHeap();
+    if (this.retained <= bounds.retained / 4) return false;
+    const before = residentBytes();
+    this.sweep();
+    this.retained += residentBytes() - before;
+    this.offHeap();
+    return this.retained > bounds.retained;
+  }
+
+  /** Takes the heap's growth since the last look off the charge. */
+  private offHeap(): void {
+    const now = heapOf(this.isolate);
+    this.retained -= now - this.heapAtCharge;
+    this.heapAtCharge = now;
+  }
+
+  private sweep(): void {
+    if (this.collector === undefined) this.collector = this.makeCollector();
+    try {
+      this.collector?.applySync(undefined, [], { timeout: this.limits.timeoutMs });
+    } catch {
+      // a collection that fails changes nothing the next call's accounting does not see
+    }
+  }
+
+  /**
+   * V8 installs gc() only in contexts made while --expose-gc is set. Set just for this context,
+   * which the host alone holds: the grader's context, made before, never has it, and one
+   * collection covers the whole isolate's heap.
+   */
+  private makeCollector(): ivm.Reference | null {
+    let context: ivm.Context;
+    try {
+      v8.setFlagsFromString("--expose-gc");
+      try {
+        context = this.isolate.createContextSync();
+      } finally {
+        v8.setFlagsFromString("--no-expose-gc");
+      }
+      const gc = context.global.getSync("gc", { reference: true });
+      return gc.typeof === "function" ? gc : null;
+    } catch {
+      return null;
+    }
+  }
+
+  measure(): void {
+    if (this.isolate.isDisposed) return;
+    this.heapBytes = heapOf(this.isolate);
+  }
+
+  dispose(): void {
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+  }
+}
+
+/** A compiled grader's source map, or null when it has none or it cannot be read. */
+function parseSourceMap(base64: string | undefined): TraceMap | null {
+  if (base64 === undefined) return null;
+  try {
+    return new TraceMap(Buffer.from(base64, "base64").toString("utf8"));
+  } catch {
+    return null;
+  }
+}
