@@ -274,6 +274,9 @@ const invalidBody = once(() =>
 );
 
 const FAN_ENDPOINTS = 80;
+const FAN_KEYS = Array.from({ length: FAN_ENDPOINTS }, (_, k) => `fan-${k}`);
+/** GRADEBOX_OUTBOUND_PER_PROJECT's default: a project's calls in flight at once */
+const OUTBOUND_PER_PROJECT = 64;
 
 /** An attempt on the victim's secrets; `id` makes keys unique. A refusal is the right answer. */
 type SecretAttempt = (ctx: AttackContext, id: string) => Promise<unknown>;
@@ -421,20 +424,22 @@ const HOST_ATTACKS: AttackClass[] = [
     async setup(ctx) {
       ctx.remotes.hang.hold();
       // as many calls in flight as each endpoint allows (256), on endpoints that never answer
-      for (let k = 0; k < FAN_ENDPOINTS; k++) {
-        const endpoint = { key: `fan-${k}`, url: ctx.remotes.hang.url, batch: false, maxConcurrency: 256, timeoutMs: 600_000 };
-        must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, `endpoint fan-${k}`);
+      for (const key of FAN_KEYS) {
+        const endpoint = { key, url: ctx.remotes.hang.url, batch: false, maxConcurrency: 256, timeoutMs: 600_000 };
+        must(await ctx.request("setup", "POST", "/graders/external-endpoint", endpoint), 201, `endpoint ${key}`);
       }
     },
     finish: (ctx) => ctx.remotes.hang.release(),
-    teardown: (ctx) =>
-      drop(
-        ctx,
-        Array.from({ length: FAN_ENDPOINTS }, (_, k) => `fan-${k}`),
-      ),
+    teardown: (ctx) => drop(ctx, FAN_KEYS),
+    verify(ctx) {
+      // 20,480 calls wanted; the project's share of the node's outbound calls is what reached the server
+      const held = ctx.remotes.hang.maxHolding;
+      if (held === 0) return ["no call reached the hanging server: the class did not fan out"];
+      return held > OUTBOUND_PER_PROJECT ? [`${held} calls of the attacker were open at once > ${OUTBOUND_PER_PROJECT}`] : [];
+    },
     loops: FAN_ENDPOINTS,
     step: async (ctx, loop) => {
-      await ctx.request("grade-batch", "POST", `/graders/fan-${loop}/grade-batch`, { threads: T256 });
+      await ctx.request("grade-batch", "POST", `/graders/${FAN_KEYS[loop]}/grade-batch`, { threads: T256 });
     },
   },
   {

@@ -43,8 +43,10 @@ export function hugeBatchReply(): Buffer {
 /** A reward server of the reward-server protocol, misbehaving as told on /score and /batch_score. */
 export class RewardServer {
   url = "";
-  /** requests received, and score requests held open now */
+  /** requests received */
   requests = 0;
+  /** the most score requests held open at once since hold() */
+  maxHolding = 0;
   private readonly held = new Set<ServerResponse>();
   private hanging = true;
   private server: Server | undefined;
@@ -74,6 +76,7 @@ export class RewardServer {
   /** (hang) score requests are held open again */
   hold(): void {
     this.hanging = true;
+    this.maxHolding = 0;
   }
 
   /** (hang) every held request, and every later one, is answered 400 at once */
@@ -110,6 +113,7 @@ export class RewardServer {
     if (this.mode === "hang") {
       if (!this.hanging) return this.refuse(res);
       this.held.add(res);
+      this.maxHolding = Math.max(this.maxHolding, this.held.size);
       res.on("close", () => this.held.delete(res));
       return;
     }
