@@ -12,7 +12,7 @@ import Fastify, {
   type FastifySchemaValidationError,
   LogController,
 } from "fastify";
-import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type $ZodType, safeParse } from "zod/v4/core";
 import { type SandboxPool, SandboxUnavailableError } from "../sandbox/pool.ts";
@@ -29,6 +29,7 @@ import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
+import { documentTransforms } from "./openapi.ts";
 import { OutboundGate } from "./outbound.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
@@ -207,7 +208,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "an API key: gbx_…" } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    ...documentTransforms(config),
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
