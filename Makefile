@@ -49,6 +49,12 @@ test-postgres: install
 	scripts/ensure-postgres.sh
 	$(NODE) scripts/test-postgres.ts $(FILES)
 
+# sdk/wire.ts, the SDK's wire types: generated from the server's OpenAPI document, so run it after
+# changing the server's zod schemas (test/wire-types.test.ts fails until then).
+.PHONY: wire-types
+wire-types: install
+	$(NODE) scripts/gen-wire-types.ts
+
 # The installable packages: dist/gradebox-<version>.tgz (SDK + client CLI, `npm install` it anywhere).
 # The Python client installs from its directory: `pip install clients/python`.
 package: install

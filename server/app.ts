@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, LogController } from "fastify";
-import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler } from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { SandboxPool } from "../sandbox/host/pool.ts";
 import { SandboxUnavailableError } from "../sandbox/host/sandbox.ts";
@@ -22,6 +22,7 @@ import { registerJsonParser } from "./json-body.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
+import { documentTransforms } from "./openapi.ts";
 import { OutboundGate } from "./outbound.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
@@ -156,7 +157,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "an API key: gbx_…" } } },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    ...documentTransforms(config),
   });
   await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -13,13 +13,10 @@ import { AppError } from "./errors.ts";
 import type { JudgeSpec, ModelRow } from "./judges/spec.ts";
 import { Keys } from "./keys.ts";
 import { RegistryCache } from "./registry-cache.ts";
-import type { GraderVersionDetail } from "./schemas.ts";
+import type { CombineMode as CombineModeSchema, Grader, GraderVersionDetail, PartOut } from "./schemas.ts";
 
-export type CombineMode = "weighted" | "any" | "all";
-export interface Part {
-  graderKey: string;
-  name: string;
-  weight: number;
+export type CombineMode = z.infer<typeof CombineModeSchema>;
+export interface Part extends Pick<z.infer<typeof PartOut>, "graderKey" | "name" | "weight"> {
   /** pin the part to this version; absent: follow the part's current version */
   version?: number;
 }
@@ -49,32 +46,18 @@ export interface Sample {
 /** One stored version of a function grader: the API's view of it, and the script the sandbox runs. */
 export type GraderVersion = z.infer<typeof GraderVersionDetail> & { compiled: string };
 
-export interface GraderRow {
+/** A grader as stored: the API's view of it (version 1 for a combined or judge grader), and what grading it needs. */
+export interface GraderRow extends z.infer<typeof Grader> {
   id: string;
-  project: string;
-  key: string;
-  kind: "function" | "combined" | "judge" | "endpoint";
-  /** the current version (1 for a combined or judge grader) */
-  version: number;
   /** combined graders only */
-  mode?: CombineMode;
   parts?: ResolvedPart[];
   /** judge graders only */
   judge?: JudgeSpec;
   modelId?: string;
   /** external endpoint graders only */
   endpoint?: EndpointSpec;
-  description: string;
   source: string;
   compiled: string;
-  sourceSha256: string;
-  locked: boolean;
-  warnings: string[];
-  createdAt: string;
-  updatedAt: string;
-  quarantinedAt: string | null;
-  /** faults in the last ten minutes: worker-killing runs, a judge's renders over budget */
-  recentFaults: number;
 }
 
 /** Faults within this window count towards quarantine. */

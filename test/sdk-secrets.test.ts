@@ -20,7 +20,7 @@ import {
 } from "../sdk/index.ts";
 import type { EndpointCreate } from "../server/endpoints/spec.ts";
 import type { ModelCreate } from "../server/judges/spec.ts";
-import type { Secret as ServerSecret } from "../server/routes/secrets.ts";
+import type { Secret as ServerSecret } from "../server/secrets/secrets.ts";
 import { FakeOpenAI } from "./fake-openai.ts";
 import { startServer, type TestServer, testPostgres } from "./helpers.ts";
 

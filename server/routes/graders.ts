@@ -13,6 +13,7 @@ import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
+import { named } from "../openapi.ts";
 import {
   CHECKING,
   CombineMode,
@@ -99,12 +100,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
   const { Thread, GradeBody, GradeBatchBody } = gradeBodies(config);
   const Samples = z
     .array(
-      z
-        .object({
-          thread: Thread,
-          expected: z.number().finite().optional().describe("the score the sample must get (within 1e-9); absent: any score"),
-        })
-        .describe("a sample thread, and the score it should get"),
+      named(config, "Sample", () =>
+        z
+          .object({
+            thread: Thread,
+            expected: z.number().finite().optional().describe("the score the sample must get (within 1e-9); absent: any score"),
+          })
+          .describe("a sample thread, and the score it should get"),
+      ),
     )
     .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
     .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
@@ -220,13 +223,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The source passes the five checks",
-            z
-              .object({
-                valid: z.literal(true).describe("always true: a failing check is a 422"),
-                warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
-                results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
-              })
-              .describe("the checks' verdict"),
+            named(config, "ValidateResponse", () =>
+              z
+                .object({
+                  valid: z.literal(true).describe("always true: a failing check is a 422"),
+                  warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
+                  results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
+                })
+                .describe("the checks' verdict"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "BATCH_TOO_LARGE", ...CHECKING),
         },
@@ -257,12 +262,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "A page of graders",
-            z
-              .object({
-                data: z.array(Grader).describe("the page's graders, by key"),
-                nextCursor: z.string().nullable().describe("the cursor of the next page; null on the last page"),
-              })
-              .describe("a page of graders"),
+            named(config, "GraderPage", () =>
+              z
+                .object({
+                  data: z.array(Grader).describe("the page's graders, by key"),
+                  nextCursor: z.string().nullable().describe("the cursor of the next page; null on the last page"),
+                })
+                .describe("a page of graders"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT),
         },
@@ -428,10 +435,12 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The thread's score",
-            GradeScore.extend({
-              durationMs: z.number().describe("time spent grading, in milliseconds"),
-              version: z.number().describe("the version that graded"),
-            }).describe("the thread's score"),
+            named(config, "GradeResponse", () =>
+              GradeScore.extend({
+                durationMs: z.number().describe("time spent grading, in milliseconds"),
+                version: z.number().describe("the version that graded"),
+              }).describe("the thread's score"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND", ...GRADING),
         },
@@ -467,13 +476,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "Each thread's score or error",
-            z
-              .object({
-                results: z.array(GradeResult).describe("one per thread, in order"),
-                durationMs: z.number().describe("time spent grading, in milliseconds"),
-                version: z.number().describe("the version that graded"),
-              })
-              .describe("the batch's results"),
+            named(config, "GradeBatchResponse", () =>
+              z
+                .object({
+                  results: z.array(GradeResult).describe("one per thread, in order"),
+                  durationMs: z.number().describe("time spent grading, in milliseconds"),
+                  version: z.number().describe("the version that graded"),
+                })
+                .describe("the batch's results"),
+            ),
           ),
           ...errorResponses(
             ...IN_PROJECT,
@@ -584,7 +595,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The grader's versions",
-            z.object({ data: z.array(GraderVersion).describe("the versions, oldest first") }).describe("the grader's versions"),
+            named(config, "GraderVersionList", () =>
+              z.object({ data: z.array(GraderVersion).describe("the versions, oldest first") }).describe("the grader's versions"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
         },

@@ -22,6 +22,7 @@ import {
   type RubricJudgeSpec,
 } from "../judges/spec.ts";
 import { type CompiledTemplate, TemplateError } from "../judges/template.ts";
+import { named } from "../openapi.ts";
 import {
   Description,
   errorResponses,
@@ -195,20 +196,22 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         response: {
           200: json(
             "The prompt",
-            z
-              .object({
-                messages: z
-                  .array(
-                    z
-                      .object({
-                        role: z.enum(["system", "user", "assistant"]).describe("the message's role"),
-                        content: z.string().describe("its text"),
-                      })
-                      .describe("one chat message"),
-                  )
-                  .describe("the chat messages, in order"),
-              })
-              .describe("the judge's first request to its model"),
+            named(config, "JudgePrompt", () =>
+              z
+                .object({
+                  messages: z
+                    .array(
+                      z
+                        .object({
+                          role: z.enum(["system", "user", "assistant"]).describe("the message's role"),
+                          content: z.string().describe("its text"),
+                        })
+                        .describe("one chat message"),
+                    )
+                    .describe("the chat messages, in order"),
+                })
+                .describe("the judge's first request to its model"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "GRADER_ERROR", "INVALID_THREAD"),
         },

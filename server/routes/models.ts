@@ -13,6 +13,11 @@ import type { Store } from "../store.ts";
 
 const ModelParams = ProjectParams.extend({ modelKey: ModelKey.describe("the model's key, unique in its project") });
 
+const ModelList = z
+  .object({ data: z.array(Model).describe("the models, by key") })
+  .describe("the project's models")
+  .meta({ id: "ModelList" });
+
 const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 
 export async function modelRoutes(
@@ -77,10 +82,7 @@ export async function modelRoutes(
         description: "Every judge model registered in the project.",
         params: ProjectParams,
         response: {
-          200: json(
-            "The project's models",
-            z.object({ data: z.array(Model).describe("the models, by key") }).describe("the project's models"),
-          ),
+          200: json("The project's models", ModelList),
           ...errorResponses(...IN_PROJECT),
         },
       },
