@@ -50,10 +50,12 @@ before(async () => {
   url = `http://127.0.0.1:${port}`;
   const start = (JSON.parse(readFileSync(join(work, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start.split(" ");
   assert.equal(start[0], "node");
+  // a process group of its own, so that after() can end whatever of it a failed start leaves behind
   server = spawn(process.execPath, start.slice(1), {
     cwd: work,
     env: { ...env, GRADEBOX_PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
   });
   server.stdout?.on("data", (d) => (logs += d));
   server.stderr?.on("data", (d) => (logs += d));
@@ -72,6 +74,13 @@ after(async () => {
     server.kill("SIGTERM");
     await new Promise((resolve) => server.once("exit", resolve));
   }
+  if (server?.pid) {
+    try {
+      process.kill(-server.pid, "SIGKILL"); // a worker orphaned by a server that died starting
+    } catch {} // none left
+  }
+  server?.stdout?.destroy();
+  server?.stderr?.destroy();
   rmSync(work, { recursive: true, force: true });
 });
 
