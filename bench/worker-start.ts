@@ -1,5 +1,6 @@
-// How long a sandbox worker takes from fork to ready, and how much memory it holds then (its own
-// RSS and its children's: the esbuild service a worker starts when it bundles), run three ways:
+// How long a sandbox worker takes from fork to ready (wall time, and the CPU time it used, which a
+// busy machine disturbs less), and how much memory it holds then (its own RSS and its children's:
+// the esbuild service a worker starts when it bundles), run three ways:
 //   tsx       sandbox/worker/worker.ts through tsx's loader (`make run`, the tests)
 //   strip     the same source under Node's own --experimental-transform-types (type stripping
 //             alone cannot run it: the code has parameter properties)
@@ -27,6 +28,11 @@ const modes = {
   compiled: { entry: pathToFileURL(`${compiledTree}/sandbox/worker/worker.js`), execArgv: COMMON },
 };
 
+/** CPU time (user + system, all threads) a process has used, in ms; 10 ms resolution. Less at the mercy of a busy machine than wall time. */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 /** Resident kB of a process (VmRSS). */
 const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 const children = (pid: number): number[] => {
@@ -58,12 +64,13 @@ async function once(mode: keyof typeof modes, role: string) {
   });
   const ms = performance.now() - started;
   const pid = child.pid as number;
+  const cpu = cpuMs(pid);
   const own = rssKb(pid);
   const withChildren = own + tree(pid).reduce((sum, p) => sum + rssKb(p), 0);
   const exited = new Promise((done) => child.once("exit", done));
   child.disconnect();
   await exited;
-  return { ms, ownMb: own / 1024, totalMb: withChildren / 1024 };
+  return { ms, cpu, ownMb: own / 1024, totalMb: withChildren / 1024 };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -71,19 +78,16 @@ const available = (Object.keys(modes) as Array<keyof typeof modes>).filter((m) =
 if (!available.includes("compiled")) console.error(`no compiled tree at ${compiledTree}: run make build first (measuring the others)`);
 for (const role of ["grade", "validate"]) {
   for (const mode of available) {
-    const runs = [];
+    const runs: Array<Awaited<ReturnType<typeof once>>> = [];
     await once(mode, role); // the first start fills the page cache and tsx's disk cache
     for (let i = 0; i < RUNS; i++) runs.push(await once(mode, role));
-    console.log(
-      `${role.padEnd(8)} ${mode.padEnd(8)} ready ${median(runs.map((r) => r.ms))
+    const m = (key: "ms" | "cpu" | "ownMb" | "totalMb", width: number) =>
+      median(runs.map((r) => r[key]))
         .toFixed(0)
-        .padStart(4)} ms` +
-        `  RSS ${median(runs.map((r) => r.ownMb))
-          .toFixed(0)
-          .padStart(3)} MB` +
-        `  with children ${median(runs.map((r) => r.totalMb))
-          .toFixed(0)
-          .padStart(3)} MB  (median of ${RUNS})`,
+        .padStart(width);
+    console.log(
+      `${role.padEnd(8)} ${mode.padEnd(8)} ready ${m("ms", 4)} ms  CPU ${m("cpu", 4)} ms  RSS ${m("ownMb", 3)} MB` +
+        `  with children ${m("totalMb", 3)} MB  (median of ${RUNS})`,
     );
   }
 }
