@@ -9,7 +9,7 @@ TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
 # the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
 SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap))
 
-.PHONY: install run test test-fast test-postgres check bench soak clean package
+.PHONY: install run build test test-fast test-postgres check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -26,6 +26,12 @@ install: node_modules/.installed
 
 run: install
 	$(NODE) server/main.ts
+
+# The server as production runs it (package.json's start, the image): JavaScript in dist/app/ for
+# plain node, with the isolate's prelude and the console built there (scripts/build.ts). `make run`
+# and the tests run the TypeScript through tsx instead.
+build: install
+	$(NODE) scripts/build.ts
 
 check: install
 	npx tsc --noEmit
