@@ -8,7 +8,9 @@ import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
 import { headerRefs, type Secrets } from "../secrets/secrets.ts";
-import { type GraderRow, graderExists, type Store } from "../store.ts";
+import type { GraderRow } from "../store/graders.ts";
+import { graderExists } from "../store/rules.ts";
+import type { Store } from "../store.ts";
 import { detail } from "./graders.ts";
 
 export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading; secrets: Secrets }) {

@@ -37,7 +37,10 @@ import {
   VersionNumber,
   WITH_BODY,
 } from "../schemas.ts";
-import { assertUpdatable, type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
+import { type GraderRow, sandboxId } from "../store/graders.ts";
+import { assertUpdatable, graderExists } from "../store/rules.ts";
+import type { Sample } from "../store/versions.ts";
+import type { Store } from "../store.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
 
 export interface GraderRoutesOptions {
