@@ -32,6 +32,12 @@ import { rewardRoutes } from "./routes/reward.ts";
 import { secretRoutes } from "./routes/secrets.ts";
 import { SecretBox } from "./secrets/box.ts";
 import { parseGrants, Secrets } from "./secrets/secrets.ts";
+import { EndpointGraders } from "./services/endpoint-graders.ts";
+import { Graders } from "./services/graders.ts";
+import { JudgeGraders } from "./services/judge-graders.ts";
+import { Models } from "./services/models.ts";
+import { Validation } from "./services/validation.ts";
+import { Versions } from "./services/versions.ts";
 import { graderIdOf, type Store } from "./store.ts";
 import { ValidationLimiter } from "./validation-limit.ts";
 import { boundedValidatorCompiler, describeZodIssues } from "./validator.ts";
@@ -264,6 +270,9 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     validations.record(project);
     app.log.warn({ project, reason }, "a validation took its sandbox worker down");
   };
+  const validation = new Validation(pool, validations);
+  const versions = new Versions(store, validation);
+  const graders = new Graders(store, pool, validation, grading);
   pool.on("graderFault", onFault);
   pool.on("validationFault", onValidationFault);
   pool.on("workerExit", onWorkerExit);
@@ -277,10 +286,10 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   await app.register(async (v1) => {
     v1.addHook("onRequest", authenticate(store.cache));
     await v1.register(accountRoutes, { config });
-    await v1.register(graderRoutes, { config, store, pool, validations, grading });
-    await v1.register(judgeRoutes, { config, store, grading });
-    await v1.register(modelRoutes, { store, judges, egress, secrets });
-    await v1.register(endpointRoutes, { store, grading, secrets });
+    await v1.register(graderRoutes, { config, store, graders, versions, validation, grading });
+    await v1.register(judgeRoutes, { config, judgeGraders: new JudgeGraders(store, grading) });
+    await v1.register(modelRoutes, { store, models: new Models(store, judges, egress, secrets) });
+    await v1.register(endpointRoutes, { endpointGraders: new EndpointGraders(store, grading, secrets) });
     await v1.register(secretRoutes, { secrets });
     await v1.register(rewardRoutes, { config, store, grading });
   });
