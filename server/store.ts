@@ -31,18 +31,18 @@ export class Store {
   readonly keys: Keys;
   /** what grading reads: graders, versions and keys kept by this node until a change drops them */
   readonly cache: RegistryCache;
-  private readonly graders: GraderStore;
+  private readonly graderStore: GraderStore;
   private readonly versionStore: VersionStore;
-  private readonly models: ModelStore;
-  private readonly faults: FaultStore;
+  private readonly modelStore: ModelStore;
+  private readonly faultStore: FaultStore;
 
   private constructor(db: Db, cacheBytes?: number) {
     this.db = db;
     this.keys = new Keys(db);
-    this.models = new ModelStore(db);
-    this.graders = new GraderStore(db, this.models);
-    this.versionStore = new VersionStore(db, this.graders);
-    this.faults = new FaultStore(db, this.graders);
+    this.modelStore = new ModelStore(db);
+    this.graderStore = new GraderStore(db, this.modelStore);
+    this.versionStore = new VersionStore(db, this.graderStore);
+    this.faultStore = new FaultStore(db, this.graderStore);
     // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
     // revoke` changes the file from another process, unheard here: each lookup first asks whether the
     // file changed elsewhere (PRAGMA data_version), so no time bound is needed
@@ -56,31 +56,31 @@ export class Store {
 
   // graders (store/graders.ts)
   insert(...a: Parameters<GraderStore["insert"]>) {
-    return this.graders.insert(...a);
+    return this.graderStore.insert(...a);
   }
   insertCombined(...a: Parameters<GraderStore["insertCombined"]>) {
-    return this.graders.insertCombined(...a);
+    return this.graderStore.insertCombined(...a);
   }
   insertJudge(...a: Parameters<GraderStore["insertJudge"]>) {
-    return this.graders.insertJudge(...a);
+    return this.graderStore.insertJudge(...a);
   }
   insertEndpoint(...a: Parameters<GraderStore["insertEndpoint"]>) {
-    return this.graders.insertEndpoint(...a);
+    return this.graderStore.insertEndpoint(...a);
   }
   get(...a: Parameters<GraderStore["get"]>) {
-    return this.graders.get(...a);
+    return this.graderStore.get(...a);
   }
   mustGet(...a: Parameters<GraderStore["mustGet"]>) {
-    return this.graders.mustGet(...a);
+    return this.graderStore.mustGet(...a);
   }
   list(...a: Parameters<GraderStore["list"]>) {
-    return this.graders.list(...a);
+    return this.graderStore.list(...a);
   }
   setLocked(...a: Parameters<GraderStore["setLocked"]>) {
-    return this.graders.setLocked(...a);
+    return this.graderStore.setLocked(...a);
   }
   delete(...a: Parameters<GraderStore["delete"]>) {
-    return this.graders.delete(...a);
+    return this.graderStore.delete(...a);
   }
 
   // a function grader's versions (store/versions.ts)
@@ -102,27 +102,27 @@ export class Store {
 
   // judge models (store/models.ts)
   insertModel(...a: Parameters<ModelStore["insert"]>) {
-    return this.models.insert(...a);
+    return this.modelStore.insert(...a);
   }
   mustGetModel(...a: Parameters<ModelStore["mustGet"]>) {
-    return this.models.mustGet(...a);
+    return this.modelStore.mustGet(...a);
   }
   modelById(...a: Parameters<ModelStore["byId"]>) {
-    return this.models.byId(...a);
+    return this.modelStore.byId(...a);
   }
   listModels(...a: Parameters<ModelStore["list"]>) {
-    return this.models.list(...a);
+    return this.modelStore.list(...a);
   }
   deleteModel(...a: Parameters<ModelStore["delete"]>) {
-    return this.models.delete(...a);
+    return this.modelStore.delete(...a);
   }
 
   // faults and quarantine (store/faults.ts)
   recordFault(...a: Parameters<FaultStore["record"]>) {
-    return this.faults.record(...a);
+    return this.faultStore.record(...a);
   }
   release(...a: Parameters<FaultStore["release"]>) {
-    return this.faults.release(...a);
+    return this.faultStore.release(...a);
   }
 
   close(): Promise<void> {
