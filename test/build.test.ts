@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { bundlePrelude } from "../sandbox/validate/compile.ts";
-import { freePort, repoRoot } from "./helpers.ts";
+import { freePort, repoRoot } from "./support/helpers.ts";
 
 const work = mkdtempSync(join(tmpdir(), "gradebox-build-"));
 const app = join(work, "dist/app");

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { test } from "node:test";
 import ts from "typescript";
-import { repoRoot } from "./helpers.ts";
+import { repoRoot } from "./support/helpers.ts";
 
 const ROOMS = ["sdk", "sandbox", "server", "cli", "console", "bench", "scripts", "test"];
 

@@ -15,7 +15,7 @@ import ts from "typescript";
 import { ERRORS, type ErrorCode } from "../server/errors.ts";
 import { EXAMPLES } from "../server/examples.ts";
 import type { OpenAPIDocument } from "../server/openapi.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 interface Schema {
   $ref?: string;

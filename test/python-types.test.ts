@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { OpenAPIDocument } from "../server/openapi.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 /** Each public TypedDict (and alias) of types.py, and the schema of the document it stands for. */
 const SCHEMA_OF: Record<string, string> = {

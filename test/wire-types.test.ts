@@ -23,7 +23,7 @@ import type {
 } from "../sdk/types.ts";
 import type * as Wire from "../sdk/wire.ts";
 import type { OpenAPIDocument } from "../server/openapi.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 // ---- compile time: the SDK's hand-written types against the generated ones ----
 
