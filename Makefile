@@ -9,7 +9,7 @@ TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
 # the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
 SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap))
 
-.PHONY: install run test test-fast test-postgres check bench soak clean package
+.PHONY: install run build test test-fast test-postgres check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -26,6 +26,12 @@ install: node_modules/.installed
 
 run: install
 	$(NODE) server/main.ts
+
+# The server as production runs it (package.json's start, the image): JavaScript in dist/app/ for
+# plain node, with the isolate's prelude and the console built there (scripts/build.ts). `make run`
+# and the tests run the TypeScript through tsx instead.
+build: install
+	$(NODE) scripts/build.ts
 
 check: install
 	npx tsc --noEmit
@@ -48,6 +54,12 @@ test-fast: check
 test-postgres: install
 	scripts/ensure-postgres.sh
 	$(NODE) scripts/test-postgres.ts $(FILES)
+
+# sdk/wire.ts, the SDK's wire types: generated from the server's OpenAPI document, so run it after
+# changing the server's zod schemas (test/wire-types.test.ts fails until then).
+.PHONY: wire-types
+wire-types: install
+	$(NODE) scripts/gen-wire-types.ts
 
 # The installable packages: dist/gradebox-<version>.tgz (SDK + client CLI, `npm install` it anywhere).
 # The Python client installs from its directory: `pip install clients/python`.

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fetch } from "undici";
 import type { Gradebox } from "../sdk/index.ts";
-import { repoRoot } from "../test/helpers.ts";
+import { repoRoot } from "../test/support/helpers.ts";
 
 const CHUNK = 64;
 const CONCURRENCY = 8;

@@ -4,7 +4,7 @@
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { once } from "node:events";
 import { defaultTransport } from "../sdk/transport.ts";
-import { freePort, repoRoot } from "../test/helpers.ts";
+import { freePort, repoRoot } from "../test/support/helpers.ts";
 import { latencies } from "./latency.ts";
 
 /** A Node IPC round trip (advanced serialization, as the pool uses) carrying one thread. */

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import OpenAI from "openai";
 import type { Gradebox } from "../sdk/index.ts";
-import { repoRoot } from "../test/helpers.ts";
+import { repoRoot } from "../test/support/helpers.ts";
 import { latencies } from "./latency.ts";
 
 const DELAY_MS = 50;

@@ -26,9 +26,9 @@ import pg from "pg";
 import { Gradebox } from "../sdk/index.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { Store } from "../server/store.ts";
-import { type Haproxy, startHaproxy } from "../test/haproxy.ts";
-import { type SpawnedServer, spawnServer } from "../test/helpers.ts";
-import { createDatabase, type Postgres, startPostgres } from "../test/pg.ts";
+import { type Haproxy, startHaproxy } from "../test/support/haproxy.ts";
+import { type SpawnedServer, spawnServer } from "../test/support/helpers.ts";
+import { createDatabase, type Postgres, startPostgres } from "../test/support/pg.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { cpuUs, descendantPids } from "./proc.ts";
 

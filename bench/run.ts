@@ -9,7 +9,7 @@ import vm from "node:vm";
 import { SandboxPool } from "../sandbox/host/pool.ts";
 import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
-import { spawnServer } from "../test/helpers.ts";
+import { spawnServer } from "../test/support/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { endpointRows } from "./endpoints.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";

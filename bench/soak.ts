@@ -308,7 +308,7 @@ interface Counts {
 }
 
 async function main(): Promise<void> {
-  const { spawnServer } = await import("../test/helpers.ts");
+  const { spawnServer } = await import("../test/support/helpers.ts");
   const { Store } = await import("../server/store.ts");
   const started = performance.now();
   const log = (msg: string) => process.stderr.write(`${msg}\n`);

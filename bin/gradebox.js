@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The `gradebox` command (package bin). The CLI is TypeScript, run through tsx's loader.
+// The `gradebox` command (package bin). In a checkout the CLI is TypeScript, run through tsx's
+// loader; where only the compiled tree is (the image), its JavaScript runs.
 // The native modules are built for the project's Node (`make` installs it into .node/): under
 // any other Node, the command runs itself again with that one.
 import { spawnSync } from "node:child_process";
@@ -20,6 +21,11 @@ if (process.versions.node.split(".")[0] !== PROJECT_NODE_MAJOR) {
   });
   process.exit(run.status ?? 1);
 }
-const { register } = await import("tsx/esm/api");
-register();
-await import("../cli/main.ts");
+if (existsSync(new URL("../cli/main.ts", import.meta.url))) {
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import("../cli/main.ts");
+} else {
+  // the image holds only the compiled tree (`make build`): the same command, without tsx
+  await import("../dist/app/cli/main.js");
+}

@@ -50,13 +50,11 @@ export function addServerCommands(program: Command): void {
     .command("serve")
     .description("start the server (configured by GRADEBOX_* environment variables; see docs/configuration.md)")
     .action(() => {
-      const child = spawn(
-        process.execPath,
-        ["--no-node-snapshot", "--import", import.meta.resolve("tsx"), new URL("../server/main.ts", import.meta.url).pathname],
-        {
-          stdio: "inherit",
-        },
-      );
+      // compiled by `make build`, the command and the server are JavaScript and need no loader
+      const argv = import.meta.url.endsWith(".js")
+        ? [new URL("../server/main.js", import.meta.url).pathname]
+        : ["--import", import.meta.resolve("tsx"), new URL("../server/main.ts", import.meta.url).pathname];
+      const child = spawn(process.execPath, ["--no-node-snapshot", ...argv], { stdio: "inherit" });
       for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
       child.on("exit", (code) => process.exit(code ?? 1));
     });

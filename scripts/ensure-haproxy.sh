@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-node tests put Debian's haproxy in front of three servers (test/haproxy.ts runs its own
+# The multi-node tests put Debian's haproxy in front of three servers (test/support/haproxy.ts runs its own
 # haproxy processes with generated configs). Install it when it is missing; silent when it is there.
 set -euo pipefail
 if command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; then exit 0; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL tests start throwaway clusters (test/pg.ts) with Debian's server binaries: initdb,
+# The PostgreSQL tests start throwaway clusters (test/support/pg.ts) with Debian's server binaries: initdb,
 # postgres and pg_ctl, which Debian puts in /usr/lib/postgresql/<version>/bin, not on PATH.
 # Install them when they are missing; silent when they are there.
 set -euo pipefail

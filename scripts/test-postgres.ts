@@ -1,10 +1,10 @@
 // `make test-postgres`: the test suite again, with every server the tests start on a database of
-// its own in a throwaway PostgreSQL cluster (GRADEBOX_TEST_PG; see test/helpers.ts) instead of a
+// its own in a throwaway PostgreSQL cluster (GRADEBOX_TEST_PG; see test/support/helpers.ts) instead of a
 // SQLite file. Arguments: test files (default: all of test/*.test.ts).
 
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { startPostgres } from "../test/pg.ts";
+import { startPostgres } from "../test/support/pg.ts";
 
 const files =
   process.argv.length > 2

@@ -32,6 +32,7 @@ import type {
   UpdateResult,
   ValidateResponse,
 } from "./types.ts";
+import type { RequestBody } from "./wire.ts";
 
 export interface ClientOptions {
   /** default: GRADEBOX_URL, else http://127.0.0.1:8787 */
@@ -293,11 +294,15 @@ export class Graders {
     this.create = {
       function: async (params, options) => {
         const source = await readSource(params);
-        return post("", { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) }, options);
+        const body = { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) };
+        return post("", body satisfies RequestBody<"graders.create.function">, options);
       },
-      combined: (params, options) => post("/combined", { ...params, description: params.description ?? "" }, options),
-      binaryJudge: ({ samples, ...params }, options) =>
-        post("/binary-judge", { ...params, ...(samples ? { samples: samples.map((x) => ({ thread: toWire(x.thread) })) } : {}) }, options),
+      combined: (params, options) =>
+        post("/combined", { ...params, description: params.description ?? "" } satisfies RequestBody<"graders.create.combined">, options),
+      binaryJudge: ({ samples, ...params }, options) => {
+        const body = { ...params, ...(samples ? { samples: samples.map((x) => ({ thread: toWire(x.thread) })) } : {}) };
+        return post("/binary-judge", body satisfies RequestBody<"graders.create.binaryJudge">, options);
+      },
       prebuiltJudge: (params, options) => post("/prebuilt-judge", params, options),
       rubricJudge: (params, options) => post("/rubric-judge", params, options),
       externalEndpoint: (params, options) => post("/external-endpoint", params, options),
@@ -306,7 +311,8 @@ export class Graders {
 
   /** The prompt a judge grader sends for `thread` (its first, for a multi-step judge); no model is called. */
   prompt({ graderKey, thread }: { graderKey: string; thread: ThreadInput }, options?: RequestOptions): Promise<JudgePrompt> {
-    return this.client.request("POST", this.keyPath(graderKey, "/prompt"), { body: { thread: toWire(thread) }, retry: true, options });
+    const body = { thread: toWire(thread) } satisfies RequestBody<"graders.prompt">;
+    return this.client.request("POST", this.keyPath(graderKey, "/prompt"), { body, retry: true, options });
   }
 
   private path(suffix = ""): string {
@@ -321,7 +327,7 @@ export class Graders {
   async validate(params: GraderSourceInput & { threads?: ThreadInput[] }, options?: RequestOptions): Promise<ValidateResponse> {
     const source = await readSource(params);
     return this.client.request("POST", this.path("/validate"), {
-      body: { source, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) },
+      body: { source, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) } satisfies RequestBody<"graders.validate">,
       retry: true,
       options,
     });
@@ -342,7 +348,8 @@ export class Graders {
   }
 
   lock({ graderKey, locked }: { graderKey: string; locked: boolean }, options?: RequestOptions): Promise<Grader> {
-    return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body: { locked }, retry: true, options });
+    const body = { locked } satisfies RequestBody<"graders.lock">;
+    return this.client.request("PUT", this.keyPath(graderKey, "/lock"), { body, retry: true, options });
   }
 
   /** Lifts a quarantine (GRADER_QUARANTINED) and clears the grader's fault count. */
@@ -361,7 +368,7 @@ export class Graders {
     options?: RequestOptions,
   ): Promise<GradeResponse> {
     return this.client.request("POST", this.keyPath(graderKey, "/grade"), {
-      body: { thread: toWire(thread), ...(version === undefined ? {} : { version }) },
+      body: { thread: toWire(thread), ...(version === undefined ? {} : { version }) } satisfies RequestBody<"graders.grade">,
       retry: true,
       options,
     });
@@ -397,7 +404,10 @@ export class Graders {
       const room = limits ? limits.maxBodyBytes - BODY_MARGIN_BYTES : Number.POSITIVE_INFINITY;
       let body: string | undefined;
       try {
-        body = JSON.stringify({ threads: threads.map(toWire), ...(version === undefined ? {} : { version }) });
+        body = JSON.stringify({
+          threads: threads.map(toWire),
+          ...(version === undefined ? {} : { version }),
+        } satisfies RequestBody<"graders.gradeBatch">);
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
       }
@@ -443,7 +453,7 @@ export class Graders {
         ...(params.description === undefined ? {} : { description: params.description }),
         ...samplesBody(params.samples),
         ...(params.dryRun ? { dryRun: true } : {}),
-      },
+      } satisfies RequestBody<"graders.update">,
       retry: false,
       options,
     });
@@ -542,7 +552,7 @@ export class Secrets {
    * has no secrets key; BadRequestError for an empty value, a line break or over 8192 bytes.
    */
   set({ name, value }: SetSecretParams, options?: RequestOptions): Promise<Secret> {
-    return this.client.request("PUT", this.path(name), { body: { value }, retry: true, options });
+    return this.client.request("PUT", this.path(name), { body: { value } satisfies RequestBody<"secrets.set">, retry: true, options });
   }
 
   /** Every secret of the project, by name (never their values). */

@@ -1,6 +1,8 @@
 // Error classes: one per HTTP status family, plus the two a grader author meets most.
 
-export type Check = "syntax" | "structure" | "signature" | "execution" | "test_run" | "template" | "endpoint";
+/** The five checks of a function grader; `template`: a judge's template; `endpoint`: an external endpoint's /info or /metadata_schema. */
+export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template", "endpoint"] as const;
+export type Check = (typeof CHECKS)[number];
 
 export class GradeboxError extends Error {
   override name = "GradeboxError";

@@ -3,6 +3,8 @@
 // used by the server for combined graders. Semantics follow HUD's graders (text helpers,
 // SubScore, combine) and autorubric's rubric scoring (scoreRubric).
 
+import type * as Wire from "./wire.ts";
+
 // ---------------------------------------------------------------------------------------------
 // Text helpers
 
@@ -178,13 +180,8 @@ export function combineAll(
 // ---------------------------------------------------------------------------------------------
 // Rubric scoring (autorubric)
 
-export interface RubricOption {
-  label: string;
-  /** in [0, 1] */
-  value: number;
-  /** choosing it means the criterion cannot be assessed */
-  na?: boolean;
-}
+/** One answer of a multi-choice criterion: its value in [0, 1]; `na`: choosing it means the criterion cannot be assessed. */
+export type RubricOption = Wire.RubricOption;
 export interface Criterion {
   name?: string;
   /** default 10; negative weights are penalties */
@@ -194,7 +191,7 @@ export interface Criterion {
   options?: RubricOption[];
 }
 export type Verdict = "MET" | "UNMET" | "CANNOT_ASSESS" | (string & {});
-export type CannotAssess = "skip" | "zero" | "partial" | "fail";
+export type CannotAssess = Wire.CannotAssessStrategy;
 
 const squash = (s: string) => s.trim().replace(/\s+/g, " ").toLowerCase();
 

@@ -5,7 +5,7 @@
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
-import type { CombineMode, ResolvedPart } from "./store.ts";
+import type { CombineMode, ResolvedPart } from "./store/graders.ts";
 
 function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
   const metadata = { ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...outcome.metadata };

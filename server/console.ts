@@ -1,8 +1,8 @@
 // The web console at /: its page, style sheets and script, built ahead of time into CONSOLE_DIST
-// (buildConsole: scripts/build-console.ts) and served from memory. Run from a checkout (make run,
-// the tests), the server first rebuilds it when it is missing or older than a file it was built
-// from, so nobody runs a step by hand after an edit; a fresh bundle is only read (a rebuild took
-// 0.2–0.6 s of every start). Never anything per request.
+// (buildConsole: scripts/build-console.ts; scripts/build.ts for the compiled tree) and served
+// from memory. Run from a checkout (make run, the tests), the server first rebuilds it when it is
+// missing or older than a file it was built from, so nobody runs a step by hand after an edit; a
+// fresh bundle is only read (a rebuild took 0.2–0.6 s of every start). Never anything per request.
 
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { relative } from "node:path";
@@ -10,8 +10,13 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import type { FastifyInstance } from "fastify";
 
+/**
+ * Compiled by `make build` (scripts/build.ts), this file is JavaScript and the console was built
+ * into the compiled tree's console/, beside server/; nothing there is ever rebuilt.
+ */
+const COMPILED = import.meta.url.endsWith(".js");
 /** Where the built console goes (gitignored, with the rest of dist/). */
-export const CONSOLE_DIST = new URL("../dist/console/", import.meta.url);
+export const CONSOLE_DIST = COMPILED ? new URL("../console/", import.meta.url) : new URL("../dist/console/", import.meta.url);
 
 const sources = new URL("../console/", import.meta.url);
 const root = new URL("../", sources);
@@ -88,7 +93,7 @@ export function consoleIsFresh(out: URL = CONSOLE_DIST): boolean {
 
 /** The console in `out`, rebuilt first when stale and the sources are here (a checkout, not a compiled install). */
 function load(app: FastifyInstance, out: URL): Built {
-  if (!consoleIsFresh(out) && existsSync(new URL("app.ts", sources))) {
+  if (!COMPILED && !consoleIsFresh(out) && existsSync(new URL("app.ts", sources))) {
     const built = bundle();
     try {
       save(out, built.files, built.inputs);
@@ -101,7 +106,11 @@ function load(app: FastifyInstance, out: URL): Built {
   const files: Built = {};
   for (const name of Object.keys(served)) {
     const file = new URL(name, out);
-    if (!existsSync(file)) throw new Error(`the console is not built: ${fileURLToPath(file)} is missing (run scripts/build-console.ts)`);
+    if (!existsSync(file)) {
+      throw new Error(
+        `the console is not built: ${fileURLToPath(file)} is missing (run ${COMPILED ? "make build" : "scripts/build-console.ts"})`,
+      );
+    }
     files[name] = readFileSync(file, "utf8");
   }
   return files;

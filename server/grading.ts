@@ -12,7 +12,8 @@ import { AppError } from "./errors.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
-import { type GraderRow, type ResolvedPart, type Store, sandboxId } from "./store.ts";
+import { type GraderRow, type ResolvedPart, sandboxId } from "./store/graders.ts";
+import type { Store } from "./store.ts";
 
 const QUARANTINE_CAUSE: Partial<Record<GraderRow["kind"], string>> = {
   judge: "its template went over its budget",

@@ -6,8 +6,10 @@
 // the scripts kept: past the budget the entries loaded longest ago go first.
 
 import type { Db } from "./db/db.ts";
-import { hashKey } from "./keys.ts";
-import type { GraderRow, GraderVersion, Store } from "./store.ts";
+import type { GraderRow } from "./store/graders.ts";
+import { hashKey } from "./store/keys.ts";
+import type { StoredVersion } from "./store/versions.ts";
+import type { Store } from "./store.ts";
 
 /** Source and compiled script bytes (UTF-16) kept of graders and versions, unless told otherwise. */
 export const CACHE_SCRIPT_BYTES = 64 * 1024 * 1024;
@@ -114,7 +116,7 @@ export class RegistryCache {
   }
 
   /** One stored version of a grader (VERSION_NOT_FOUND is not remembered). */
-  version(row: GraderRow, version: number): Promise<GraderVersion> {
+  version(row: GraderRow, version: number): Promise<StoredVersion> {
     return this.remember(
       row.project,
       `v\0${row.project}\0${row.id}@${version}`,

@@ -8,6 +8,7 @@ import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
 import { ERRORS, type ErrorCode } from "./errors.ts";
 import { JudgeSpec } from "./judges/spec.ts";
+import { named } from "./openapi.ts";
 
 /** a project, grader or model key: also what `gradebox keys create --project` accepts */
 export const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -65,38 +66,48 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
   return false;
 }
 
+export const Role = z
+  .enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` })
+  .describe("who speaks")
+  .meta({ id: "Role" });
+
+/** A thread as the API takes it, bounded by the server's limits (one schema per configuration). */
 export function threadSchema(config: Pick<Config, "maxTurns" | "maxContent">) {
-  return z
-    .object({
-      turns: z
-        .array(
-          z
-            .object({
-              role: z.enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` }).describe("who speaks"),
-              content: z
-                .string()
-                .max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`)
-                .describe("what was said"),
-            })
-            .describe("one turn of the conversation"),
-        )
-        .min(1, "a thread needs at least one turn")
-        .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
-        .describe("the conversation, in order: at least one turn (GET /v1/limits has the maximum)"),
-      metadata: z
-        .record(z.string(), z.unknown())
-        .refine((m) => !nestsDeeperThan(m, MAX_METADATA_DEPTH), {
-          message: `metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH} levels: flatten it`,
-        })
-        .optional()
-        .describe(`anything the grader may read (thread.metadata), nesting at most ${MAX_METADATA_DEPTH} levels`),
-    })
-    .describe("a conversation to grade: its turns and optional metadata");
+  const Turn = named(config, "Turn", () =>
+    z
+      .object({
+        role: Role,
+        content: z
+          .string()
+          .max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`)
+          .describe("what was said"),
+      })
+      .describe("one turn of the conversation"),
+  );
+  return named(config, "Thread", () =>
+    z
+      .object({
+        turns: z
+          .array(Turn)
+          .min(1, "a thread needs at least one turn")
+          .max(config.maxTurns, `a thread has at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
+          .describe("the conversation, in order: at least one turn (GET /v1/limits has the maximum)"),
+        metadata: z
+          .record(z.string(), z.unknown())
+          .refine((m) => !nestsDeeperThan(m, MAX_METADATA_DEPTH), {
+            message: `metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH} levels: flatten it`,
+          })
+          .optional()
+          .describe(`anything the grader may read (thread.metadata), nesting at most ${MAX_METADATA_DEPTH} levels`),
+      })
+      .describe("a conversation to grade: its turns and optional metadata"),
+  );
 }
 
 export const CombineMode = z
   .enum(["weighted", "any", "all"])
-  .describe("weighted: the weighted mean of the parts' scores; any: the best part's; all: the worst part's");
+  .describe("weighted: the weighted mean of the parts' scores; any: the best part's; all: the worst part's")
+  .meta({ id: "CombineMode" });
 export const PartOut = z
   .object({
     graderKey: z.string().describe("the part's grader"),
@@ -105,7 +116,8 @@ export const PartOut = z
     version: z.number().describe("the version the part grades with"),
     pinned: z.boolean().describe("true when the part stays on `version`; false when it follows the part's current version"),
   })
-  .describe("one part of a combined grader");
+  .describe("one part of a combined grader")
+  .meta({ id: "CombinedPart" });
 /** the largest version number a request may name */
 export const MAX_VERSION = 1_000_000_000;
 export const VersionNumber = z.coerce.number().int().min(1).max(MAX_VERSION);
@@ -137,14 +149,17 @@ export const Grader = z
     createdAt: z.string().describe("ISO 8601"),
     updatedAt: z.string().describe("ISO 8601"),
   })
-  .describe("a grader, without its source or definition");
+  .describe("a grader, without its source or definition")
+  .meta({ id: "Grader" });
 /** One grader in full: a function grader's source, a combined grader's parts, or a judge's definition. */
 export const GraderDetail = Grader.extend({
   source: z.string().optional().describe("function graders: the current version's source"),
   parts: z.array(PartOut).optional().describe("combined graders: the parts, in order"),
   judge: JudgeSpec.optional().describe("judge graders: what the judge asks, of which model"),
   endpoint: EndpointSpec.optional().describe("external endpoint graders: where and how it is called, and what its /info said"),
-}).describe("a grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition");
+})
+  .describe("a grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition")
+  .meta({ id: "GraderDetail" });
 
 export const GradeError = z
   .object({
@@ -153,7 +168,8 @@ export const GradeError = z
     line: z.number().optional().describe("GRADER_ERROR: the line (1-based) of the grader's source where it was thrown, when known"),
     column: z.number().optional().describe("GRADER_ERROR: the column (1-based) on that line"),
   })
-  .describe("why one thread could not be graded");
+  .describe("why one thread could not be graded")
+  .meta({ id: "GradeError" });
 export const GradeScore = z
   .object({
     score: z.number().describe("the grader's score: a finite number"),
@@ -164,10 +180,12 @@ export const GradeScore = z
       .describe("what the grader returned besides the score (a judge adds its model and token usage)"),
     subscores: z.array(z.unknown()).optional().describe("combined graders: each part's score"),
   })
-  .describe("a thread's score");
+  .describe("a thread's score")
+  .meta({ id: "GradeScore" });
 export const GradeResult = z
   .union([GradeScore, z.object({ error: GradeError }).describe("a thread that could not be graded")])
-  .describe("one thread's score, or its error");
+  .describe("one thread's score, or its error")
+  .meta({ id: "GradeResult" });
 
 // ---- errors: every error is an application/problem+json document (RFC 9457) ----
 
@@ -310,10 +328,11 @@ export const GraderVersion = z
     warnings: z.array(z.string()).describe("what the checks noticed without refusing it"),
     createdAt: z.string().describe("ISO 8601: when the version was stored"),
   })
-  .describe("one stored version of a function grader");
-export const GraderVersionDetail = GraderVersion.extend({ source: z.string().describe("the version's source") }).describe(
-  "one stored version of a function grader, with its source",
-);
+  .describe("one stored version of a function grader")
+  .meta({ id: "GraderVersion" });
+export const GraderVersionDetail = GraderVersion.extend({ source: z.string().describe("the version's source") })
+  .describe("one stored version of a function grader, with its source")
+  .meta({ id: "GraderVersionDetail" });
 
 /** What an update did to the grader's samples: their count, and each one whose score changed (an error as its code). */
 export const UpdateReport = z
@@ -329,9 +348,12 @@ export const UpdateReport = z
       )
       .describe("each sample whose score changed"),
   })
-  .describe("how the grader's samples score before and after the update");
+  .describe("how the grader's samples score before and after the update")
+  .meta({ id: "UpdateReport" });
 /** The grader after an update (its current one, unchanged, for a dry run) and the samples report. */
 export const UpdateResult = GraderDetail.extend({
   report: UpdateReport,
   dryRun: z.boolean().optional().describe("true: nothing was stored, the grader shown is the current one"),
-}).describe("the grader after the update (unchanged for a dry run) and how its samples' scores changed");
+})
+  .describe("the grader after the update (unchanged for a dry run) and how its samples' scores changed")
+  .meta({ id: "UpdateResult" });

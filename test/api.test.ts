@@ -2,12 +2,12 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 let s: TestServer;
 before(async () => {
-  // a 32 MB heap fills in about 150 ms on this machine, a 64 MB one in 250–320: with a 300 ms
-  // time limit only the smaller heap lets a memory hog reach the memory limit first every time
+  // the memory hog below fills the 32 MB heap with 8 MB arrays in a few allocations, long before
+  // the 300 ms time limit even on a loaded machine (with 0.8 MB arrays a busy CI run timed out first)
   s = await startServer({
     env: { GRADEBOX_MAX_BATCH: "50", GRADEBOX_BODY_LIMIT: "200000", GRADEBOX_TIMEOUT_MS: "300", GRADEBOX_MEMORY_MB: "32" },
   });
@@ -134,7 +134,7 @@ describe("grader failures have their codes", () => {
     ["waiter", "async (t) => { if (t.metadata.bad) await new Promise(() => {}); return 1 }", "GRADER_TIMEOUT", /never settles/],
     [
       "hog",
-      "async (t) => { if (t.metadata.bad) { const a = []; for (let i = 0; ; i++) a.push(new Array(100000).fill(i)) } return 1 }",
+      "async (t) => { if (t.metadata.bad) { const a = []; for (let i = 0; ; i++) a.push(new Array(1000000).fill(i)) } return 1 }",
       "GRADER_MEMORY_LIMIT",
       /memory/,
     ],

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import ts from "typescript";
 import { analyze } from "../sandbox/validate/analyze.ts";
-import { call, repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { call, repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 function warningsOf(source: string): string[] {
   const analysis = analyze(source);

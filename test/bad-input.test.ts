@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startServer, type TestServer } from "./helpers.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 let key: string;

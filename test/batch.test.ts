@@ -8,7 +8,7 @@ import { BatchReader } from "../sandbox/isolate/batch-reader.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { Engine } from "../sandbox/worker/engine.ts";
 import { ROLES, type WireThread } from "../sdk/thread.ts";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 const read = (threads: WireThread[]) => {
   const { head, text, count } = packBatch(threads);

@@ -10,7 +10,7 @@ import { safeParse } from "zod/v4/core";
 import { loadConfig } from "../server/config.ts";
 import { gradeBodies } from "../server/fast-body.ts";
 import { firstIssues, MAX_LISTED_ISSUES } from "../server/validator.ts";
-import { startServer, type TestServer } from "./helpers.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 const agent = new Agent({ keepAlive: true, maxSockets: 32 });
 after(() => agent.destroy());

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { MAX_CRASHES_PER_BATCH } from "../sandbox/host/tasks.ts";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 const LIMIT_MS = 500;
 /** every grading call ends within 2× its limit + 1 s (the watchdog's bound) */

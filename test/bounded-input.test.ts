@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { analyze } from "../sandbox/validate/analyze.ts";
 import { bootstrapMetricsToken } from "../server/bootstrap.ts";
 import { loadConfig } from "../server/config.ts";
-import { call, startServer, type TestServer, testPostgres, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, testPostgres, thread } from "./support/helpers.ts";
 
 let s: TestServer;
 let key: string;

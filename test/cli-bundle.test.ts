@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import * as esbuild from "esbuild";
-import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+import { repoRoot, type SpawnedServer, spawnServer } from "./support/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-bundle-"));
 const bundle = join(dir, "gradebox.mjs");

@@ -1,6 +1,6 @@
 // The gradebox command against the real server: push (with a caret under a syntax error),
 // test, ls, get, lock/unlock, rm, and grade streaming a JSONL file with bad lines in it; models
-// and judge graders against the scripted OpenAI-compatible server of test/fake-openai.ts; an
+// and judge graders against the scripted OpenAI-compatible server of test/support/fake-openai.ts; an
 // endpoint grader against the example reward server (examples/reward-server/server.ts); secrets
 // set from a pipe, a file and a terminal, and used by a model and an endpoint.
 
@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { freePort, repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { freePort, repoRoot, type SpawnedServer, spawnServer } from "./support/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-"));
 let server: SpawnedServer;

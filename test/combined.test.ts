@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ConflictError, combine, Gradebox, GraderRuntimeError, StringThread, UnprocessableEntityError } from "../sdk/index.ts";
-import { startServer, type TestServer } from "./helpers.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 let client: Gradebox;

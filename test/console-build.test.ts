@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import { pathToFileURL } from "node:url";
 import Fastify from "fastify";
 import { buildConsole, CONSOLE_DIST, consoleIsFresh, registerConsole } from "../server/console.ts";
-import { startServer } from "./helpers.ts";
+import { startServer } from "./support/helpers.ts";
 
 const temp = mkdtempSync(join(tmpdir(), "gradebox-console-"));
 after(() => rmSync(temp, { recursive: true, force: true }));

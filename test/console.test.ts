@@ -6,8 +6,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { call, freePort, repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { call, freePort, repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const shots = process.env.GRADEBOX_SCREENSHOTS; // set to a folder to refresh docs/console.md's screenshots

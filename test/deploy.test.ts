@@ -203,6 +203,14 @@ function imageFacts(df: Dockerfile) {
   };
 }
 
+/** The compiled tree the image runs: where it goes, the script that builds it, and what it is built from. */
+interface Compiled {
+  dir: string;
+  builder: string;
+  /** the directories (and files) of the checkout the builder reads: a stage that runs it needs them */
+  inputs: string[];
+}
+
 interface DockerContext {
   dockerignore: string;
   /** files (and directories) the server reads or imports at run time, relative to the repo */
@@ -213,9 +221,11 @@ interface DockerContext {
   defaultPort: number;
   /** files in the build context, relative to the repo (a COPY of a missing one fails the build) */
   exists: (path: string) => boolean;
-  /** directories the image builds instead of copying, each with the script that builds it */
-  built: Map<string, string>;
+  compiled: Compiled;
 }
+
+const within = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
+const stageWorkdir = (stage: Stage) => stage.body.filter((i) => i.op === "WORKDIR").reduce((dir, i) => posix.resolve(dir, i.args), "/");
 
 const NPM_INSTALL = /\b(npm\s+(ci|install|i|add)|yarn\s+(install|add)|pnpm\s+(install|i|add))\b/;
 
@@ -264,6 +274,15 @@ function checkDockerfile(df: Dockerfile, ctx: DockerContext): string[] {
   if (!argv.includes("--no-node-snapshot")) problems.push("CMD: node needs --no-node-snapshot (isolated-vm on Node 24)");
   if (argv.join(" ") !== ctx.startScript)
     problems.push(`CMD: \`${argv.join(" ")}\` is not package.json's start script \`${ctx.startScript}\``);
+  // plain node on the compiled tree: no loader compiling TypeScript in the server or its workers
+  const loader = argv.find((a) =>
+    /\btsx\b|^--(import|loader|experimental-loader|require)$|^-r$|^--experimental-(strip|transform)-types$/.test(a),
+  );
+  if (loader)
+    problems.push(`CMD: \`${loader}\` compiles TypeScript at run time; run the compiled tree (${ctx.compiled.dir}/) with plain node`);
+  const script = argv.find((a) => /\.[cm]?[jt]s$/.test(a));
+  if (!script || !within(posix.normalize(script), ctx.compiled.dir))
+    problems.push(`CMD: it runs ${script ?? "no script"}, not a file of the compiled tree ${ctx.compiled.dir}/`);
   const env = stageEnv(final);
   if (env.GRADEBOX_HOST !== "0.0.0.0") problems.push("ENV GRADEBOX_HOST=0.0.0.0 is missing: the server listens on 127.0.0.1 by default");
   const port = env.GRADEBOX_PORT ? Number(env.GRADEBOX_PORT) : ctx.defaultPort;
@@ -284,21 +303,55 @@ function checkDockerfile(df: Dockerfile, ctx: DockerContext): string[] {
       else if (dockerignored(ctx.dockerignore, source)) problems.push(`COPY ${source}: .dockerignore excludes it`);
     }
   }
+  // the compiled tree: built in an earlier stage from the sources, copied into the final one
+  const { dir, builder, inputs } = ctx.compiled;
+  const buildIndex = stages.findIndex((stage) => stage !== final && stage.body.some((i) => i.op === "RUN" && i.args.includes(builder)));
+  const buildStage = stages[buildIndex];
+  if (!buildStage) problems.push(`RUN ${builder}: no build stage runs it, so the image has no compiled tree (${dir}/)`);
+  else {
+    const names = [String(buildIndex), ...(buildStage.name ? [buildStage.name] : [])];
+    const from = posix.resolve(stageWorkdir(buildStage), dir);
+    const to = posix.resolve(stageWorkdir(final), dir);
+    const copied = finalCopies.some(
+      (c) =>
+        c.from !== undefined &&
+        names.includes(c.from) &&
+        c.sources.some((s) => posix.resolve(stageWorkdir(buildStage), s) === from) &&
+        posix.resolve(stageWorkdir(final), c.dest) === to,
+    );
+    if (!copied) problems.push(`COPY --from=${names.at(-1)}: the final stage does not copy ${dir} from the build stage to ${to}`);
+    const buildModules = stageCopies(buildStage).some((c) => c.from !== undefined && c.sources.some((s) => s.endsWith("node_modules")));
+    if (!buildModules && !buildStage.body.some((i) => i.op === "RUN" && NPM_INSTALL.test(i.args)))
+      problems.push(`stage ${names.at(-1)}: ${builder} runs without node_modules (esbuild, tsx)`);
+  }
+  const buildCopies = buildStage ? stageCopies(buildStage).filter((c) => c.from === undefined) : [];
+  const copiedFrom = (copies: Copy[], path: string) => copies.some((c) => c.sources.some((s) => s === "." || within(path, s)));
   for (const [path, from] of ctx.runtimePaths) {
-    const builder = [...ctx.built].find(([dir]) => path === dir || path.startsWith(`${dir}/`))?.[1];
-    if (builder) {
-      if (!final.body.some((i) => i.op === "RUN" && i.args.includes(builder)))
-        problems.push(`the image lacks ${path}, which ${from} loads at run time: RUN ${builder} in the final stage`);
-      continue;
-    }
-    if (path === "node_modules" || path.startsWith("node_modules/")) {
+    if (within(path, "node_modules")) {
       if (!modulesCopied) problems.push(`the image lacks ${path} (read by ${from})`);
       continue;
     }
-    const copied = finalCopies.some(
-      (c) => c.from === undefined && c.sources.some((s) => s === "." || path === s || path.startsWith(`${s}/`)),
-    );
-    if (!copied) problems.push(`the image lacks ${path}, which ${from} loads at run time: COPY it in the final stage`);
+    // build output: dist/app comes from the build stage (above); dist/console is the console a
+    // checkout builds for itself, which the compiled server never reads (it has dist/app/console)
+    if (within(path, "dist")) continue;
+    if (inputs.some((input) => within(path, input))) {
+      // a source of the compiled tree: the build stage needs it, the final stage has its built form
+      if (buildStage && !copiedFrom(buildCopies, path))
+        problems.push(`the build stage lacks ${path}, which ${from} loads at run time: COPY it into the stage that runs ${builder}`);
+      else if (dockerignored(ctx.dockerignore, path)) problems.push(`.dockerignore excludes ${path}, which ${from} loads at run time`);
+      continue;
+    }
+    if (inputs.some((input) => within(from, input))) {
+      problems.push(`the image lacks ${path}, which ${from} loads at run time: it is no input of ${builder}, so ${dir}/ has no copy of it`);
+      continue;
+    }
+    if (
+      !copiedFrom(
+        finalCopies.filter((c) => c.from === undefined),
+        path,
+      )
+    )
+      problems.push(`the image lacks ${path}, which ${from} loads at run time: COPY it in the final stage`);
     else if (dockerignored(ctx.dockerignore, path)) problems.push(`.dockerignore excludes ${path}, which ${from} loads at run time`);
   }
   return problems;
@@ -326,7 +379,10 @@ function runtimeClosure(entries: string[]): { paths: Map<string, string>; packag
     const rel = relative(root, abs).split(sep).join("/");
     // bin/gradebox.js re-runs itself under the checkout's .node/ only when started by another Node than 24
     if (paths.has(rel) || rel.startsWith(".node/")) return;
+    // the compiled twin a module names when it runs compiled (`make build` writes it from the .ts)
+    if (rel.endsWith(".js") && !existsSync(abs) && existsSync(abs.replace(/\.js$/, ".ts"))) return;
     paths.set(rel, from);
+    if (rel === "dist" || rel.startsWith("dist/")) return; // the build's output, whether built here or not: its sources are walked instead
     if (rel.startsWith("node_modules/")) return addPackage(rel.slice("node_modules/".length), from);
     if (!existsSync(abs)) return;
     if (statSync(abs).isDirectory()) {
@@ -679,7 +735,6 @@ function checkManifests(m: Manifests, ctx: ManifestContext): string[] {
   if (container.securityContext?.readOnlyRootFilesystem === true) {
     // what the server writes (measured: a node as UID 10001 on PostgreSQL, everything else read-only)
     const writable: Array<[string, string]> = [
-      ["/tmp", "tsx's compile cache"],
       [ctx.image.stateDir, "the first start against an empty database writes data/default.key (server/bootstrap.ts)"],
     ];
     for (const [path, why] of writable) {
@@ -774,8 +829,17 @@ const packageJson = JSON.parse(read("package.json")) as {
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
 };
-/** What the image's CMD runs, the console's build (run in the image; the server rebuilds it from console/ when stale), and the `gradebox` command's keys/serve. */
-const RUNTIME_ENTRIES = ["server/main.ts", "scripts/build-console.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
+/**
+ * What the image's CMD runs (compiled: its sources), the build of the compiled tree, the console,
+ * and the `gradebox` command's keys/serve.
+ */
+const RUNTIME_ENTRIES = ["server/main.ts", "scripts/build.ts", "console/app.ts", "bin/gradebox.js", "package.json"];
+/** scripts/build.ts: its ROOMS, the console and the migrations, into dist/app. */
+const COMPILED: Compiled = {
+  dir: "dist/app",
+  builder: "scripts/build.ts",
+  inputs: ["server", "sandbox", "cli", "sdk", "console", "migrations", "scripts/build.ts"],
+};
 
 function dockerContext(): DockerContext {
   return {
@@ -784,7 +848,7 @@ function dockerContext(): DockerContext {
     startScript: packageJson.scripts.start,
     defaultPort: config.port,
     exists: (path) => existsSync(join(root, path)),
-    built: new Map([["dist/console", "scripts/build-console.ts"]]),
+    compiled: COMPILED,
   };
 }
 
@@ -806,7 +870,7 @@ test("the Dockerfile: multi-stage, production dependencies, non-root, --no-node-
   assert.deepEqual(checkDockerfile(df, dockerContext()), []);
   const facts = imageFacts(df);
   assert.equal(facts.uid, 10001);
-  assert.deepEqual(facts.cmd, ["node", "--no-node-snapshot", "--import", "tsx", "server/main.ts"]);
+  assert.deepEqual(facts.cmd, ["node", "--no-node-snapshot", "dist/app/server/main.js"]);
 });
 
 test("the run-time closure finds what the server loads, and every package it imports is a dependency", () => {
@@ -969,11 +1033,6 @@ const MANIFEST_MUTATIONS: Mutation<Manifests>[] = [
   ["privilege escalation", (m) => ((containerOf(m).securityContext ?? {}).allowPrivilegeEscalation = true), /allowPrivilegeEscalation/],
   ["capabilities kept", (m) => ((containerOf(m).securityContext ?? {}).capabilities = { drop: ["NET_RAW"] }), /capabilities.drop/],
   [
-    "read-only root without /tmp",
-    (m) => (containerOf(m).volumeMounts = containerOf(m).volumeMounts?.filter((v) => v.mountPath !== "/tmp")),
-    /emptyDir at \/tmp/,
-  ],
-  [
     "read-only root without data/",
     (m) => (containerOf(m).volumeMounts = containerOf(m).volumeMounts?.filter((v) => v.name !== "data")),
     /emptyDir at \/app\/data/,
@@ -1040,23 +1099,40 @@ test("the manifest checker rejects each broken copy", async (t) => {
 });
 
 const DOCKERFILE_MUTATIONS: Mutation<string, string>[] = [
-  ["one stage", (s) => s.replace(/FROM \$\{NODE_IMAGE\} AS deps[\s\S]*?(?=FROM)/, ""), /at least 2 stages/],
-  ["no --no-node-snapshot", (s) => s.replace('"--no-node-snapshot", "--import"', '"--import"'), /no-node-snapshot/],
-  ["shell-form CMD", (s) => s.replace(/^CMD \[.*$/m, "CMD node --no-node-snapshot --import tsx server/main.ts"), /exec form/],
+  ["one stage", (s) => s.replace(/FROM \$\{NODE_IMAGE\} AS deps[\s\S]*?(?=FROM \$\{NODE_IMAGE\} AS runtime)/, ""), /at least 2 stages/],
+  ["no --no-node-snapshot", (s) => s.replace('"--no-node-snapshot", "dist/', '"dist/'), /no-node-snapshot/],
+  ["shell-form CMD", (s) => s.replace(/^CMD \[.*$/m, "CMD node --no-node-snapshot dist/app/server/main.js"), /exec form/],
+  [
+    "CMD through tsx",
+    (s) => s.replace(/^CMD \[.*$/m, 'CMD ["node", "--no-node-snapshot", "--import", "tsx", "server/main.ts"]'),
+    /`--import` compiles TypeScript at run time/,
+  ],
+  [
+    "CMD on the sources",
+    (s) => s.replace(/^CMD \[.*$/m, 'CMD ["node", "--no-node-snapshot", "server/main.ts"]'),
+    /not a file of the compiled tree/,
+  ],
   ["USER root", (s) => s.replace(/^USER .*$/m, "USER root"), /numeric UID/],
   ["USER 0", (s) => s.replace(/^USER .*$/m, "USER 0"), /runs as root/],
   ["no USER", (s) => s.replace(/^USER .*$/m, ""), /runs as root/],
   ["devDependencies installed", (s) => s.replace("npm ci --omit=dev", "npm ci"), /installs devDependencies/],
   ["npm install in the final stage", (s) => s.replace(/^USER /m, "RUN npm install --omit=dev\nUSER "), /final stage installs packages/],
-  ["node_modules not copied", (s) => s.replace(/^COPY --from=deps .*$/m, ""), /does not copy node_modules/],
+  ["node_modules not copied", (s) => s.replace(/(AS runtime[\s\S]*?)^COPY --from=deps .*\n/m, "$1"), /does not copy node_modules/],
   ["no HEALTHCHECK", (s) => s.replace(/^HEALTHCHECK[\s\S]*?\n(?=#|CMD)/m, ""), /HEALTHCHECK: missing/],
   ["HEALTHCHECK with curl", (s) => s.replace(/CMD \["node", "-e", .*\]$/m, 'CMD ["curl", "-f", "http://127.0.0.1:8787/healthz"]'), /curl/],
   ["host not 0.0.0.0", (s) => s.replace("GRADEBOX_HOST=0.0.0.0", "GRADEBOX_HOST=127.0.0.1"), /GRADEBOX_HOST/],
   ["port not exposed", (s) => s.replace(/^EXPOSE .*$/m, "EXPOSE 8080"), /EXPOSE/],
-  ["sandbox not copied", (s) => s.replace(/^COPY sandbox .*$/m, ""), /lacks sandbox\/.*at run time/],
-  ["migrations not copied", (s) => s.replace(/^COPY migrations .*$/m, ""), /lacks migrations\//],
-  ["console not built", (s) => s.replace(/^RUN .*build-console.*$/m, ""), /lacks dist\/console.*RUN scripts\/build-console.ts/],
-  ["console builder not copied", (s) => s.replace(/^COPY scripts\/build-console.ts .*$/m, ""), /lacks scripts\/build-console.ts/],
+  ["sandbox not copied", (s) => s.replace(/^COPY sandbox .*$/m, ""), /build stage lacks sandbox\/.*at run time/],
+  ["migrations not copied", (s) => s.replace(/^COPY migrations .*$/m, ""), /build stage lacks migrations\//],
+  ["not built", (s) => s.replace(/^RUN .*scripts\/build.ts.*$/m, ""), /no build stage runs it/],
+  ["builder not copied", (s) => s.replace(/^COPY scripts\/build.ts .*$/m, ""), /build stage lacks scripts\/build.ts/],
+  ["compiled tree not copied", (s) => s.replace(/^COPY --from=build .*$/m, ""), /does not copy dist\/app from the build stage/],
+  [
+    "built without node_modules",
+    (s) => s.replace(/^(FROM .* AS build\nWORKDIR .*\n)COPY --from=deps .*\n/m, "$1"),
+    /runs without node_modules/,
+  ],
+  ["the command not copied", (s) => s.replace(/^COPY bin .*$/m, ""), /lacks bin\/gradebox.js.*COPY it in the final stage/],
   ["Node 20", (s) => s.replace("node:24-bookworm-slim", "node:20-bookworm-slim"), /Node 24/],
   ["STOPSIGNAL SIGKILL", (s) => s.replace("STOPSIGNAL SIGTERM", "STOPSIGNAL SIGKILL"), /STOPSIGNAL/],
 ];
@@ -1093,7 +1169,7 @@ test("the Dockerfile checker rejects each broken copy", async (t) => {
     const runtimePaths = new Map([...ctx.runtimePaths, ["templates/prompt.hbs", "server/judges/kinds.ts"]]);
     const problems = checkDockerfile(parseDockerfile(text), { ...ctx, runtimePaths });
     assert.ok(
-      problems.some((p) => /lacks templates\/prompt.hbs/.test(p)),
+      problems.some((p) => /lacks templates\/prompt.hbs.*no input of scripts\/build.ts/.test(p)),
       JSON.stringify(problems),
     );
   });

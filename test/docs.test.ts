@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+import { repoRoot, type SpawnedServer, spawnServer } from "./support/helpers.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Reading a page

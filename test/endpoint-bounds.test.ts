@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 import { egressAgent, egressPolicy } from "../server/egress.ts";
 import { MAX_RESPONSE_BYTES, ModelClient } from "../server/judges/model-client.ts";
 import { UpstreamError } from "../server/upstream.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 const P = "/v1/projects/bounds";
 let s: TestServer;

@@ -6,8 +6,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { sendBlanks } from "./fake-openai.ts";
-import { call, repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { sendBlanks } from "./support/fake-openai.ts";
+import { call, repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 const P = "/v1/projects/ep";
 let s: TestServer;

@@ -8,7 +8,7 @@ import { safeParse } from "zod/v4/core";
 import { makeThreads } from "../bench/corpus.ts";
 import { fastBodies, gradeBodies } from "../server/fast-body.ts";
 import { MAX_METADATA_DEPTH } from "../server/schemas.ts";
-import { call, startServer } from "./helpers.ts";
+import { call, startServer } from "./support/helpers.ts";
 
 const config = { maxTurns: 4, maxContent: 50 };
 const { GradeBody, GradeBatchBody } = gradeBodies(config);

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 type Expect = { check: string } | { code: string | string[] } | { score: number };
 interface Hostile {

@@ -1,5 +1,5 @@
-// The multi-node test infrastructure itself: a throwaway PostgreSQL cluster (test/pg.ts) and haproxy
-// in front of several servers (test/haproxy.ts). scripts/ensure-postgres.sh and scripts/ensure-haproxy.sh
+// The multi-node test infrastructure itself: a throwaway PostgreSQL cluster (test/support/pg.ts) and haproxy
+// in front of several servers (test/support/haproxy.ts). scripts/ensure-postgres.sh and scripts/ensure-haproxy.sh
 // install Debian's packages when they are missing.
 
 import assert from "node:assert/strict";
@@ -7,9 +7,9 @@ import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { test } from "node:test";
 import pg from "pg";
-import { startHaproxy } from "./haproxy.ts";
-import { createDatabase, startPostgres } from "./pg.ts";
-import { accepts } from "./ports.ts";
+import { startHaproxy } from "./support/haproxy.ts";
+import { createDatabase, startPostgres } from "./support/pg.ts";
+import { accepts } from "./support/ports.ts";
 
 test("startPostgres: a throwaway cluster with SELECT, LISTEN/NOTIFY, createDatabase; stop() frees the port and the dir", async () => {
   const db = await startPostgres();

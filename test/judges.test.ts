@@ -1,11 +1,11 @@
 // Judge graders end to end: the real server and SQLite file, a scripted OpenAI-compatible
-// server on loopback (test/fake-openai.ts) standing in for the model.
+// server on loopback (test/support/fake-openai.ts) standing in for the model.
 
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { ConflictError, Gradebox, GraderValidationError, StringThread, UnprocessableEntityError } from "../sdk/index.ts";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 let fake: FakeOpenAI;
 let s: TestServer;

@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ConflictError, Gradebox, NotFoundError } from "../sdk/index.ts";
 import { Store } from "../server/store.ts";
-import { type Haproxy, startHaproxy } from "./haproxy.ts";
-import { type SpawnedServer, spawnServer } from "./helpers.ts";
-import { createDatabase, type Postgres, startPostgres } from "./pg.ts";
+import { type Haproxy, startHaproxy } from "./support/haproxy.ts";
+import { type SpawnedServer, spawnServer } from "./support/helpers.ts";
+import { createDatabase, type Postgres, startPostgres } from "./support/pg.ts";
 
 const PROJECT = "fleet";
 let pg: Postgres;

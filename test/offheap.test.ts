@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 const MB = 1024 * 1024;
 // small limits make small bounds: a call may grow a worker by 2×16 + 64 = 96 MB, a grader may

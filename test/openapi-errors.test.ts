@@ -8,8 +8,8 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import type { InjectOptions } from "fastify";
 import type { ErrorCode } from "../server/errors.ts";
 import { graderIdOf } from "../server/store.ts";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { startServer, type TestServer } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 interface Operation {
   operationId: string;

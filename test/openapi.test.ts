@@ -1,19 +1,24 @@
 // The OpenAPI document is generated from the routes' zod schemas; a client generated from it by
 // standard third-party tools (openapi-typescript + openapi-fetch) type-checks and works, and its
-// errors are typed: each route's problem documents, with the codes that route can answer.
+// errors are typed: each route's problem documents, with the codes that route can answer. Its
+// wire types are named (components.schemas), and every operation has examples that fit them.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { ERRORS, type ErrorCode } from "../server/errors.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { EXAMPLES } from "../server/examples.ts";
+import type { OpenAPIDocument } from "../server/openapi.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 interface Schema {
+  $ref?: string;
   description?: string;
   properties?: Record<string, Schema>;
   enum?: unknown[];
@@ -29,7 +34,12 @@ interface Operation {
 }
 
 let s: TestServer;
-let spec: { openapi: string; tags?: Array<{ name: string }>; paths: Record<string, Record<string, Operation>> };
+let spec: {
+  openapi: string;
+  tags?: Array<{ name: string }>;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema> };
+};
 let operations: Map<string, Operation & { path: string }>;
 const work = join(repoRoot, ".openapi-test");
 before(async () => {
@@ -84,6 +94,10 @@ const OPERATIONS = [
 ];
 const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "reward", "account", "health"];
 
+/** A named schema's own (components.schemas); any other as it is. */
+const resolve = (schema: Schema): Schema =>
+  schema.$ref ? spec.components.schemas[schema.$ref.replace("#/components/schemas/", "")] : schema;
+
 const codesOf = (response: Operation["responses"][string]) =>
   (response.content?.["application/problem+json"]?.schema.properties?.code?.enum ?? []) as ErrorCode[];
 /** The codes an operation declares, whatever their status. */
@@ -108,13 +122,13 @@ test("every route is in the OpenAPI 3.1 document with a summary, a description, 
     for (const [status, response] of Object.entries(op.responses)) {
       assert.ok(response.description && response.description !== "Default Response", `${id} ${status} is described`);
       for (const [type, media] of Object.entries(response.content ?? {}))
-        assert.ok(media.schema.description, `${id} ${status} ${type} schema`);
+        assert.ok(resolve(media.schema).description, `${id} ${status} ${type} schema`);
     }
     if (op.requestBody) {
-      const body = op.requestBody.content["application/json"].schema;
+      const body = resolve(op.requestBody.content["application/json"].schema);
       assert.ok(op.requestBody.description && body.description, `${id}: its body is described`);
       for (const [name, field] of Object.entries(body.properties ?? {}))
-        assert.ok(field.description, `${id}: body field ${name} is described`);
+        assert.ok(resolve(field).description, `${id}: body field ${name} is described`);
     }
   }
 });
@@ -273,5 +287,141 @@ console.log(JSON.stringify({ keys, score, deleted: deleted.response.status, miss
     status: 404,
     check: "syntax",
     line: "number",
+  });
+});
+
+// ---- named schemas (server/openapi.ts) and examples (server/examples.ts) ----
+
+const COMPONENT = "#/components/schemas/";
+type Json = Record<string, unknown>;
+let doc: OpenAPIDocument;
+const refs = (value: unknown): string[] =>
+  Array.isArray(value)
+    ? value.flatMap(refs)
+    : value !== null && typeof value === "object"
+      ? Object.entries(value).flatMap(([k, v]) => (k === "$ref" && typeof v === "string" ? [v] : refs(v)))
+      : [];
+const allOperations = () =>
+  Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, ...op })));
+
+describe("named schemas and examples", () => {
+  before(() => {
+    doc = spec as unknown as OpenAPIDocument;
+  });
+
+  test("names the wire types, each reached from an operation, and every $ref resolves", () => {
+    const names = Object.keys(doc.components.schemas);
+    for (const name of ["Grader", "GraderDetail", "GradeScore", "GradeResult", "GradeError", "CombineMode", "Limits", "Model"])
+      assert.ok(names.includes(name), `${name} is named`);
+    for (const name of [
+      "Secret",
+      "UpdateResult",
+      "GraderVersion",
+      "JudgeSpec",
+      "RubricOption",
+      "EndpointSpec",
+      "ThreadInput",
+      "SampleInput",
+    ])
+      assert.ok(names.includes(name), `${name} is named`);
+    assert.deepEqual(names, [...names].sort(), "by name");
+    for (const ref of refs(doc)) {
+      assert.ok(ref.startsWith(COMPONENT) && names.includes(ref.slice(COMPONENT.length)), `${ref} resolves`);
+    }
+    const reached = new Set(refs(doc.paths).map((r) => r.slice(COMPONENT.length)));
+    for (let grew = true; grew; ) {
+      const before = reached.size;
+      for (const name of [...reached]) for (const r of refs(doc.components.schemas[name])) reached.add(r.slice(COMPONENT.length));
+      grew = reached.size > before;
+    }
+    assert.deepEqual(
+      names.filter((n) => !reached.has(n)),
+      [],
+      "no component is unused",
+    );
+  });
+
+  test("a named schema a request uses has no default: a generated client would make that field required", () => {
+    // openapi-typescript (by default) takes a default in a named schema to mean "always present";
+    // a request body is inline, where it does not (test/openapi.test.ts creates without a description)
+    const inRequests = new Set<string>();
+    const pending = allOperations().flatMap((op) => refs(op.requestBody ?? {}).map((r) => r.slice(COMPONENT.length)));
+    while (pending.length) {
+      const name = pending.pop() as string;
+      if (inRequests.has(name)) continue;
+      inRequests.add(name);
+      pending.push(...refs(doc.components.schemas[name]).map((r) => r.slice(COMPONENT.length)));
+    }
+    assert.ok(inRequests.has("ThreadInput"));
+    const defaults = (v: unknown, at: string): string[] =>
+      Array.isArray(v)
+        ? v.flatMap((x, i) => defaults(x, `${at}/${i}`))
+        : v !== null && typeof v === "object"
+          ? Object.entries(v).flatMap(([k, x]) => (k === "default" ? [at] : defaults(x, `${at}/${k}`)))
+          : [];
+    assert.deepEqual(
+      [...inRequests].flatMap((name) => defaults(doc.components.schemas[name], name)),
+      [],
+    );
+  });
+
+  test("every operation has an example of its request body and of each success response, and each fits its schema", () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    const check = (where: string, media: { schema: Json; example?: unknown } | undefined) => {
+      assert.ok(media && "example" in media, `${where} has an example`);
+      const validate = ajv.compile({ ...media.schema, components: doc.components });
+      assert.ok(validate(media.example), `${where}: ${ajv.errorsText(validate.errors)}`);
+    };
+    const ids: string[] = [];
+    for (const op of allOperations()) {
+      const id = op.operationId as string;
+      ids.push(id);
+      if (op.requestBody) check(`${id} request`, op.requestBody.content["application/json"]);
+      for (const [status, response] of Object.entries(op.responses)) {
+        const media = response.content?.["application/json"];
+        if (Number(status) < 400 && media) check(`${id} ${status}`, media);
+      }
+    }
+    assert.deepEqual(Object.keys(EXAMPLES).sort(), ids.sort(), "an example for each operation, and for no other");
+  });
+
+  test("the examples are what the server answers: limits, creating, validating and grading a function grader", async () => {
+    const headers = { authorization: `Bearer ${await s.keyFor("acme")}`, "content-type": "application/json" };
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${s.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as Json };
+    };
+    const example = (id: string) => EXAMPLES[id] as { request?: unknown; responses: Record<number, Json> };
+    const graders = "/v1/projects/acme/graders";
+    assert.deepEqual(await call("GET", "/v1/limits"), { status: 200, body: example("limits").responses[200] });
+    const created = await call("POST", graders, example("graders.create.function").request);
+    const times = { createdAt: created.body.createdAt, updatedAt: created.body.updatedAt };
+    assert.deepEqual(created, { status: 201, body: { ...example("graders.create.function").responses[201], ...times } });
+    assert.deepEqual(await call("POST", `${graders}/validate`, example("graders.validate").request), {
+      status: 200,
+      body: example("graders.validate").responses[200],
+    });
+    const graded = await call("POST", `${graders}/exact-answer/grade`, example("graders.grade").request);
+    assert.deepEqual(graded, { status: 200, body: { ...example("graders.grade").responses[200], durationMs: graded.body.durationMs } });
+  });
+
+  test("two servers in one process document their own limits", async () => {
+    const mine = await startServer();
+    const other = await startServer({ env: { GRADEBOX_MAX_TURNS: "7" } });
+    try {
+      // the first server's document is built after the second registered its schemas
+      const first = (await mine.app.inject({ url: "/openapi.json" })).json() as OpenAPIDocument;
+      const second = (await other.app.inject({ url: "/openapi.json" })).json() as OpenAPIDocument;
+      const maxTurns = (d: OpenAPIDocument) => ((d.components.schemas.ThreadInput.properties as Json).turns as Json).maxItems;
+      assert.equal(maxTurns(first), 1000);
+      assert.equal(maxTurns(second), 7);
+      const grade = (d: OpenAPIDocument) => d.paths["/v1/projects/{project}/graders/{graderKey}/grade"].post.requestBody;
+      assert.deepEqual(grade(first), grade(second), "the same names");
+      for (const d of [first, second]) {
+        for (const ref of refs(d)) assert.ok(d.components.schemas[ref.slice(COMPONENT.length)], `${ref} resolves`);
+      }
+    } finally {
+      await Promise.all([mine.close(), other.close()]);
+    }
   });
 });

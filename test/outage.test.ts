@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { call, startServer, thread } from "./helpers.ts";
+import { call, startServer, thread } from "./support/helpers.ts";
 
 test("no sandbox worker: 503 SANDBOX_UNAVAILABLE; the rest of the API still answers", async () => {
   const s = await startServer();

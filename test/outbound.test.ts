@@ -7,7 +7,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { OutboundGate } from "../server/outbound.ts";
 import { UpstreamError } from "../server/upstream.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 describe("OutboundGate", () => {
   test("caps a project's calls and the node's, and serves waiting projects in turn", async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as esbuild from "esbuild";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 const tsc = join(repoRoot, "node_modules/typescript/bin/tsc");
 // plain Node ≥ 20 as a user has it: the machine's own Node when there is one, else this one

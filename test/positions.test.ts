@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { encodeError } from "../sandbox/isolate/reply.ts";
 import { decodeReply, ReplyViolation } from "../sandbox/worker/reply-reader.ts";
 import { Gradebox, GraderRuntimeError } from "../sdk/index.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 const base = "/v1/projects/where/graders";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
-import { spawnServer } from "./helpers.ts";
+import { spawnServer } from "./support/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-proc-"));
 const dbPath = join(dir, "g.db");

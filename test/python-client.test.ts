@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { GRADE_ERROR_CODES } from "../sdk/errors.ts";
 import { ERRORS } from "../server/errors.ts";
-import { repoRoot, startServer, type TestServer, testPostgres } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer, testPostgres } from "./support/helpers.ts";
 
 const run = promisify(execFile);
 const project = "pyclient";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { repoRoot, type SpawnedServer, spawnServer } from "./helpers.ts";
+import { repoRoot, type SpawnedServer, spawnServer } from "./support/helpers.ts";
 
 const root = repoRoot;
 const dir = mkdtempSync(join(tmpdir(), "gradebox-qs-"));

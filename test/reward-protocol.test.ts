@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { Gradebox } from "../sdk/index.ts";
-import { repoRoot, startServer, type TestServer } from "./helpers.ts";
+import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 const run = promisify(execFile);
 const project = "reward-proto";

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { splitBatch } from "../sdk/client.ts";
 import { APITimeoutError, APIUserAbortError, Gradebox, GraderList, type Limits } from "../sdk/index.ts";
 import { Limits as LimitsSchema, type Limits as ServerLimits } from "../server/routes/account.ts";
-import { startServer, type TestServer } from "./helpers.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 let client: Gradebox;

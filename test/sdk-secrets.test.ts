@@ -20,9 +20,9 @@ import {
 } from "../sdk/index.ts";
 import type { EndpointCreate } from "../server/endpoints/spec.ts";
 import type { ModelCreate } from "../server/judges/spec.ts";
-import type { Secret as ServerSecret } from "../server/routes/secrets.ts";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { startServer, type TestServer, testPostgres } from "./helpers.ts";
+import type { Secret as ServerSecret } from "../server/secrets/secrets.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { startServer, type TestServer, testPostgres } from "./support/helpers.ts";
 
 // the SDK's types and the server's schemas are one shape: tsc fails here when they drift
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -16,7 +16,7 @@ import {
   NotFoundError,
   StringThread,
 } from "../sdk/index.ts";
-import { startServer, type TestServer } from "./helpers.ts";
+import { startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 let client: Gradebox;

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { migrations } from "../server/db/migrate.ts";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { call, startServer, type TestServer, testPostgres } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { call, startServer, type TestServer, testPostgres } from "./support/helpers.ts";
 
 let fake: FakeOpenAI;
 let rewards: RewardServer;

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { AppError } from "../server/errors.ts";
 import { type NewGrader, Store } from "../server/store.ts";
-import { call, repoRoot, startServer, thread } from "./helpers.ts";
-import { createDatabase, type Postgres, startPostgres } from "./pg.ts";
+import { call, repoRoot, startServer, thread } from "./support/helpers.ts";
+import { createDatabase, type Postgres, startPostgres } from "./support/pg.ts";
 
 let postgres: Postgres;
 const dir = mkdtempSync(join(tmpdir(), "gradebox-store-"));

@@ -16,8 +16,8 @@ import {
   TemplateError,
   type TemplateVariables,
 } from "../server/judges/template.ts";
-import { FakeOpenAI } from "./fake-openai.ts";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { FakeOpenAI } from "./support/fake-openai.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 /** The attack: `{{completion}}` as often as a template's 16,384 characters allow. */
 const ATTACK = "{{completion}}".repeat(1170);

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import type { SqliteDb } from "../server/db/sqlite.ts";
-import { call, startServer, type TestServer, testPostgres, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, testPostgres, thread } from "./support/helpers.ts";
 
 let s: TestServer;
 let keyA: string;

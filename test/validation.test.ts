@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { call, startServer, type TestServer } from "./helpers.ts";
+import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 let s: TestServer;
 before(async () => {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { ConflictError, Gradebox, NotFoundError, StringThread } from "../sdk/index.ts";
 import { Store } from "../server/store.ts";
-import { call, startServer, type TestServer, thread } from "./helpers.ts";
+import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 
 let s: TestServer;
 let client: Gradebox;

@@ -11,9 +11,15 @@ import { type EngineLimits, LIMITS_ENV, ROLE_ENV, type WorkerNotice, type Worker
 import { verdictLines } from "./replies.ts";
 import type { Running } from "./tasks.ts";
 
+/**
+ * Run from the sources (`make run`, the tests) this file is TypeScript and so is the worker,
+ * which runs through tsx's loader; compiled (`make build`, the image) both are JavaScript and the
+ * worker runs on plain node.
+ */
+const COMPILED = import.meta.url.endsWith(".js");
 /** The worker process's entry: the one place that names it. */
-const WORKER = new URL("../worker/worker.ts", import.meta.url);
-const TSX = import.meta.resolve("tsx");
+const WORKER = COMPILED ? new URL("../worker/worker.js", import.meta.url) : new URL("../worker/worker.ts", import.meta.url);
+const LOADER = COMPILED ? [] : ["--import", import.meta.resolve("tsx")];
 /** How often the pool looks for workers that stopped answering altogether. */
 const BACKSTOP_TICK_MS = 250;
 
@@ -75,7 +81,7 @@ export class Supervisor {
       // isolated-vm sizes each isolate's young generation from its memory limit (64 MB: ~1.4 MB), so
       // an allocating grader paid a scavenge every ~11 items; 2 MB semi-spaces cut CPU per item of a
       // ~100 µs grader from 1.13× native to 1.08× (measured), and leave a warm isolate's RSS as it was
-      execArgv: ["--no-node-snapshot", "--max-semi-space-size=2", "--import", TSX],
+      execArgv: ["--no-node-snapshot", "--max-semi-space-size=2", ...LOADER],
       // the V8 serializer copies a packed batch's strings as they are, where JSON would escape them again
       serialization: "advanced",
       env: { ...process.env, [LIMITS_ENV]: JSON.stringify(this.limits), [ROLE_ENV]: role },

@@ -1,8 +1,8 @@
 // The vocabulary of validation shared by the sandbox, the server and the SDK's wire types.
 
-/** The five checks of a function grader; `template`: a judge's template; `endpoint`: an external endpoint's /info or /metadata_schema. */
-export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template", "endpoint"] as const;
-export type Check = (typeof CHECKS)[number];
+import type { Check } from "../../sdk/errors.ts";
+
+export { CHECKS, type Check } from "../../sdk/errors.ts";
 
 export interface CheckFailure {
   check: Check;
@@ -25,17 +25,9 @@ export const MOCK_THREAD = {
   metadata: {},
 } as const;
 
-import type { GradeErrorCode } from "../../sdk/errors.ts";
-
 export { GRADE_ERROR_CODES, type GradeErrorCode } from "../../sdk/errors.ts";
 /** The codes a sandbox worker may report; a reply with any other (a judge's, a combined grader's) is malformed. */
 export const SANDBOX_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
 export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];
-export interface GradeScore {
-  score: number;
-  reason?: string;
-  metadata?: Record<string, unknown>;
-  subscores?: unknown[];
-}
-/** line and column (1-based) in the grader's source as submitted, when a GRADER_ERROR's position is known */
-export type GradeOutcome = GradeScore | { error: { code: GradeErrorCode; message: string; line?: number; column?: number } };
+/** A thread's score, or its error (GRADER_ERROR's line and column are 1-based, in the source as submitted): the API's own types. */
+export type { GradeResult as GradeOutcome, GradeScore } from "../../sdk/wire.ts";

@@ -1,7 +1,8 @@
 // esbuild: the syntax check on the source as submitted, the bundle that becomes one
 // self-contained script per grader (an IIFE with no imports left in it), and the bundle of the
-// isolate's prelude (isolate/prelude.ts), built the same way.
+// isolate's prelude (isolate/prelude.ts), built the same way (ahead of time by `make build`).
 
+import { readFileSync } from "node:fs";
 import { decode, encode, type SourceMapSegment } from "@jridgewell/sourcemap-codec";
 import * as esbuild from "esbuild";
 import type { SourceEdit } from "./analyze.ts";
@@ -136,11 +137,21 @@ export async function bundle(code: string, edit: SourceEdit = UNEDITED): Promise
   }
 }
 
-/** The prelude, bundled once per worker process. */
+/** The prelude bundled from its source: by `make build` into the compiled tree, or by a worker run from the sources. */
 export function bundlePrelude(): string {
   const result = esbuild.buildSync({
     ...SCRIPT,
     entryPoints: [new URL("../isolate/prelude.ts", import.meta.url).pathname],
   });
   return result.outputFiles[0].text;
+}
+
+/**
+ * The prelude as a worker runs it, read once per worker process. Compiled (`make build`), this
+ * file is JavaScript and the prelude comes bundled beside it (isolate/prelude.js), so a worker
+ * starts without esbuild; run from the sources, it is bundled here.
+ */
+export function loadPrelude(): string {
+  if (import.meta.url.endsWith(".js")) return readFileSync(new URL("../isolate/prelude.js", import.meta.url), "utf8");
+  return bundlePrelude();
 }

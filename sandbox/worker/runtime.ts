@@ -11,7 +11,7 @@ import ivm from "isolated-vm";
 import type { PackedBatch } from "../protocol/batch.ts";
 import type { EngineLimits } from "../protocol/requests.ts";
 import type { GradeErrorCode } from "../validate/checks.ts";
-import { bundlePrelude, splitCompiled } from "../validate/compile.ts";
+import { loadPrelude, splitCompiled } from "../validate/compile.ts";
 import { type MemoryBounds, residentBytes } from "./memory.ts";
 import { type DecodedReply, decodeReply, ReplyViolation } from "./reply-reader.ts";
 
@@ -57,7 +57,7 @@ export function retainedMessage(retained: number, bounds: MemoryBounds, memoryMb
   );
 }
 
-const preludeSource = bundlePrelude();
+const preludeSource = loadPrelude();
 
 /** Heap bytes of a warm isolate are re-measured after its first call and every this many. */
 const MEASURE_EVERY = 32;

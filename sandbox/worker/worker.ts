@@ -95,7 +95,11 @@ process.on("disconnect", () => {
   process.exit(0);
 });
 
-const watchdog = new Worker(new URL("./watchdog.ts", import.meta.url), {
+// compiled by `make build`, this file and its watchdog are JavaScript (see host/supervisor.ts)
+const watchdogEntry = import.meta.url.endsWith(".js")
+  ? new URL("./watchdog.js", import.meta.url)
+  : new URL("./watchdog.ts", import.meta.url);
+const watchdog = new Worker(watchdogEntry, {
   workerData: { slot: slotBuffer, memoryMb: limits.memoryMb, bounds } satisfies WatchdogOptions,
 });
 watchdog.unref();

@@ -45,7 +45,10 @@ export const EndpointSpec = EndpointCreate.extend({
       name: z.string().describe("its name"),
       description: z.string().describe("its description"),
     })
-    .describe("what GET {url}/info answered at registration"),
+    .describe("what GET {url}/info answered at registration")
+    .meta({ id: "EndpointInfo" }),
   metadataSchema: z.unknown().optional().describe("what GET {url}/metadata_schema answered at registration, when it had one"),
-}).describe("an external endpoint grader's definition");
+})
+  .describe("an external endpoint grader's definition")
+  .meta({ id: "EndpointSpec" });
 export type EndpointSpec = z.infer<typeof EndpointSpec>;

@@ -7,21 +7,13 @@ import OpenAI from "openai";
 import { type Dispatcher, Response as UndiciResponse, fetch as undiciFetch } from "undici";
 import { z } from "zod";
 import { statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
+import type { ModelRow } from "./spec.ts";
 
 /** The largest chat-completion response read from a model, in bytes (the egress agent stops there). */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
-export interface ModelSpec {
-  id: string;
-  project: string;
-  key: string;
-  baseURL: string;
-  model: string;
-  apiKeyEnv?: string;
-  apiKeySecret?: string;
-  maxConcurrency: number;
-  timeoutMs: number;
-}
+/** A registered model, as calls need it. */
+export type ModelSpec = Omit<ModelRow, "createdAt">;
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";

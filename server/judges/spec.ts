@@ -36,7 +36,9 @@ export const Model = ModelCreate.extend({
   maxConcurrency: z.number().describe("requests in flight to this model at once"),
   timeoutMs: z.number().describe("milliseconds per attempt"),
   createdAt: z.string().describe("ISO 8601"),
-}).describe("a judge model (its API key is never shown: only the variable that holds it)");
+})
+  .describe("a judge model (its API key is never shown: only the variable that holds it)")
+  .meta({ id: "Model" });
 export type ModelRow = z.infer<typeof Model> & { id: string };
 
 const TemplateVariableValues = z
@@ -55,16 +57,19 @@ export const BinaryJudge = z
     template: z.string().max(MAX_TEMPLATE_CHARS).optional().describe("a Handlebars template for the whole prompt; absent: ours"),
     templateVariables: TemplateVariableValues.optional(),
   })
-  .describe("a binary judge: PASS (1) or FAIL (0) against its criteria");
+  .describe("a binary judge: PASS (1) or FAIL (0) against its criteria")
+  .meta({ id: "BinaryJudge" });
 
 export const PREBUILT_METRICS = ["FAITHFULNESS", "CONTEXT_RELEVANCY", "ANSWER_RELEVANCY"] as const;
+export const PrebuiltMetric = z.enum(PREBUILT_METRICS).describe("a pre-built judge's metric").meta({ id: "PrebuiltMetric" });
 export const PrebuiltJudge = z
   .object({
     type: z.literal("prebuilt"),
     model: ModelKey.describe("the judge's model"),
-    metric: z.enum(PREBUILT_METRICS).describe("the pre-built metric scored, from 0 to 1"),
+    metric: PrebuiltMetric.describe("the pre-built metric scored, from 0 to 1"),
   })
-  .describe("a pre-built judge: one metric");
+  .describe("a pre-built judge: one metric")
+  .meta({ id: "PrebuiltJudge" });
 
 export const RubricOption = z
   .object({
@@ -72,7 +77,8 @@ export const RubricOption = z
     value: z.number().min(0).max(1).describe("the criterion's score when chosen, 0 to 1"),
     na: z.boolean().optional().describe("choosing it means the criterion cannot be assessed"),
   })
-  .describe("one answer of a multi-choice criterion");
+  .describe("one answer of a multi-choice criterion")
+  .meta({ id: "RubricOption" });
 export const RubricCriterion = z
   .object({
     name: z.string().min(1).max(128).describe("the criterion's name, unique in the rubric"),
@@ -86,6 +92,10 @@ export const RubricCriterion = z
   )
   .describe("one criterion: met or not, or one of its options");
 export const CANNOT_ASSESS = ["skip", "zero", "partial", "fail"] as const;
+export const CannotAssess = z
+  .enum(CANNOT_ASSESS)
+  .describe("a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread")
+  .meta({ id: "CannotAssessStrategy" });
 export const RubricJudge = z
   .object({
     type: z.literal("rubric"),
@@ -96,15 +106,16 @@ export const RubricJudge = z
       .max(50)
       .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, "criterion names must be unique")
       .describe("the rubric: 1 to 50 criteria with unique names"),
-    cannotAssess: z
-      .enum(CANNOT_ASSESS)
-      .default("skip")
-      .describe("a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread"),
+    cannotAssess: CannotAssess.default("skip"),
     partialCredit: z.number().min(0).max(1).default(0.5).describe("the credit of a CANNOT_ASSESS criterion under 'partial'"),
   })
-  .describe("a rubric judge: criteria scored one by one");
+  .describe("a rubric judge: criteria scored one by one")
+  .meta({ id: "RubricJudge" });
 
-export const JudgeSpec = z.discriminatedUnion("type", [BinaryJudge, PrebuiltJudge, RubricJudge]).describe("a judge's definition, by type");
+export const JudgeSpec = z
+  .discriminatedUnion("type", [BinaryJudge, PrebuiltJudge, RubricJudge])
+  .describe("a judge's definition, by type")
+  .meta({ id: "JudgeSpec" });
 export type JudgeSpec = z.infer<typeof JudgeSpec>;
 export type BinaryJudgeSpec = z.infer<typeof BinaryJudge>;
 export type PrebuiltJudgeSpec = z.infer<typeof PrebuiltJudge>;

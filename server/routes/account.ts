@@ -18,8 +18,13 @@ export const Limits = z
     timeoutMs: z.number().int().describe("time limit of one grade call (GRADEBOX_TIMEOUT_MS)"),
     memoryMb: z.number().int().describe("heap limit of a grader's isolate (GRADEBOX_MEMORY_MB)"),
   })
-  .describe("the server's request limits: a client splits batches and checks inputs against them");
+  .describe("the server's request limits: a client splits batches and checks inputs against them")
+  .meta({ id: "Limits" });
 export type Limits = z.infer<typeof Limits>;
+const Me = z
+  .object({ project: z.string().describe("the API key's project") })
+  .describe("the API key's owner")
+  .meta({ id: "Me" });
 
 export async function accountRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -33,10 +38,7 @@ export async function accountRoutes(fastify: FastifyInstance, { config }: { conf
         summary: "Who am I",
         description: "The project the API key belongs to: every /v1/projects/{project} path must name it. Checks that a key works.",
         response: {
-          200: json(
-            "The key's project",
-            z.object({ project: z.string().describe("the API key's project") }).describe("the API key's owner"),
-          ),
+          200: json("The key's project", Me),
           ...errorResponses(...AUTHENTICATED),
         },
       },

@@ -4,15 +4,12 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { EndpointCreate } from "../endpoints/spec.ts";
-import { AppError } from "../errors.ts";
-import type { Grading } from "../grading.ts";
 import { Description, errorResponses, GraderDetail, GraderKey, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
-import { headerRefs, type Secrets } from "../secrets/secrets.ts";
-import { type GraderRow, graderExists, type Store } from "../store.ts";
-import { detail } from "./graders.ts";
+import type { EndpointGraders } from "../services/endpoint-graders.ts";
+import { detail } from "./views.ts";
 
-export async function endpointRoutes(fastify: FastifyInstance, opts: { store: Store; grading: Grading; secrets: Secrets }) {
-  const { store, grading, secrets } = opts;
+export async function endpointRoutes(fastify: FastifyInstance, opts: { endpointGraders: EndpointGraders }) {
+  const { endpointGraders } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   app.post(
@@ -46,31 +43,8 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { store: St
       },
     },
     async (req, reply) => {
-      const { project } = req.params;
       const { key, description, ...create } = req.body;
-      if (await store.get(project, key)) throw graderExists(project, key);
-      const refs = headerRefs(create);
-      const twice = Object.keys(create.headersSecret ?? {}).filter((h) =>
-        Object.keys(create.headersEnv ?? {}).some((e) => e.toLowerCase() === h.toLowerCase()),
-      );
-      if (twice.length)
-        throw new AppError("INVALID_REQUEST", `header ${twice[0]} is named in both headersEnv and headersSecret; name it once`);
-      if (refs.length > 16) throw new AppError("INVALID_REQUEST", "at most 16 secret headers in headersEnv and headersSecret together");
-      const unbind = await secrets.bindAll(
-        project,
-        refs.map(([, ref]) => ref),
-        create.url,
-      );
-      let created: GraderRow;
-      try {
-        const spec = await grading.endpoints.probe(project, create);
-        created = await store.insertEndpoint({ project, key, description, spec });
-      } catch (error) {
-        // a registration that failed binds nothing: a mistyped URL must not cost setting the secret again
-        await unbind();
-        throw error;
-      }
-      return reply.code(201).send(detail(created));
+      return reply.code(201).send(detail(await endpointGraders.create(req.params.project, key, description, create)));
     },
   );
 }

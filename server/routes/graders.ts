@@ -1,18 +1,14 @@
-// /v1/projects/:project/graders — register, validate, list, get, lock, delete, grade.
+// /v1/projects/:project/graders — register, validate, list, get, lock, delete, grade; a function
+// grader's versions. Each handler reads its request and calls a service (services/).
 
-import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { SandboxPool } from "../../sandbox/host/pool.ts";
-import { SandboxCrashError } from "../../sandbox/host/sandbox.ts";
-import type { CheckFailure, GradeOutcome } from "../../sandbox/validate/checks.ts";
-import { checkNesting } from "../../sandbox/validate/source-bounds.ts";
-import type { WireThread } from "../../sdk/thread.ts";
-import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
+import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
+import { named } from "../openapi.ts";
 import {
   CHECKING,
   CombineMode,
@@ -37,53 +33,19 @@ import {
   VersionNumber,
   WITH_BODY,
 } from "../schemas.ts";
-import { assertUpdatable, type GraderRow, graderExists, type Sample, type Store, sandboxId } from "../store.ts";
-import type { ValidationLimiter } from "../validation-limit.ts";
+import type { Graders } from "../services/graders.ts";
+import type { Validation } from "../services/validation.ts";
+import type { Versions } from "../services/versions.ts";
+import type { Store } from "../store.ts";
+import { detail, summary, updated } from "./views.ts";
 
 export interface GraderRoutesOptions {
   config: Config;
   store: Store;
-  pool: SandboxPool;
-  validations: ValidationLimiter;
+  graders: Graders;
+  versions: Versions;
+  validation: Validation;
   grading: Grading;
-}
-
-export function summary(row: GraderRow): z.infer<typeof Grader> {
-  // everything but the code, the parts, the judge's definition and the row ids
-  const {
-    id: _id,
-    source: _source,
-    compiled: _compiled,
-    parts: _parts,
-    judge: _judge,
-    modelId: _modelId,
-    endpoint: _endpoint,
-    mode,
-    ...rest
-  } = row;
-  return { ...rest, ...(mode ? { mode } : {}) };
-}
-
-export function detail(row: GraderRow): z.infer<typeof GraderDetail> {
-  if (row.kind === "judge") return { ...summary(row), judge: row.judge };
-  if (row.kind === "endpoint") return { ...summary(row), endpoint: row.endpoint };
-  if (row.kind === "combined") {
-    return {
-      ...summary(row),
-      parts: (row.parts ?? []).map(({ graderKey, name, weight, version, pinned }) => ({ graderKey, name, weight, version, pinned })),
-    };
-  }
-  return { ...summary(row), source: row.source };
-}
-
-function checkSourceSize(source: string): void {
-  const bytes = Buffer.byteLength(source, "utf8");
-  if (bytes > MAX_SOURCE_BYTES) {
-    throw new AppError("SOURCE_TOO_LARGE", `grader source is ${bytes} bytes of UTF-8; the limit is ${MAX_SOURCE_BYTES} (64 KiB)`, {
-      limit: MAX_SOURCE_BYTES,
-      size: bytes,
-    });
-  }
 }
 
 function checkBatch(count: number, config: Config): void {
@@ -94,70 +56,27 @@ function checkBatch(count: number, config: Config): void {
   }
 }
 
-export async function graderRoutes(fastify: FastifyInstance, { config, store, pool, validations, grading }: GraderRoutesOptions) {
+export async function graderRoutes(
+  fastify: FastifyInstance,
+  { config, store, graders, versions, validation, grading }: GraderRoutesOptions,
+) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { Thread, GradeBody, GradeBatchBody } = gradeBodies(config);
   const Samples = z
     .array(
-      z
-        .object({
-          thread: Thread,
-          expected: z.number().finite().optional().describe("the score the sample must get (within 1e-9); absent: any score"),
-        })
-        .describe("a sample thread, and the score it should get"),
+      named(config, "Sample", () =>
+        z
+          .object({
+            thread: Thread,
+            expected: z.number().finite().optional().describe("the score the sample must get (within 1e-9); absent: any score"),
+          })
+          .describe("a sample thread, and the score it should get"),
+      ),
     )
     .max(MAX_SAMPLES, `a grader carries at most ${MAX_SAMPLES} samples`)
     .describe("sample threads: test_run grades them (instead of the built-in one); an update reports how their scores change");
 
   const base = "/v1/projects/:project/graders";
-
-  /** Runs the five checks; throws VALIDATION_FAILED with the failing check. */
-  /** Runs the five checks; with samples, test_run grades them instead of the built-in sample thread. */
-  async function validate(project: string, source: string, threads?: WireThread[], samples?: Sample[]) {
-    validations.check(project);
-    checkSourceSize(source);
-    // before any parser: esbuild's time grows with the square (cube, for functions) of the nesting
-    const tooDeep = checkNesting(source);
-    if (tooDeep) {
-      const { check, message, line, column } = tooDeep;
-      throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
-    }
-    const withSamples = samples !== undefined && samples.length > 0;
-    const graded = withSamples ? samples.map((x) => x.thread) : threads;
-    const result = await pool.validate(project, source, graded, { mock: !withSamples }).catch((error: unknown) => {
-      if (!(error instanceof SandboxCrashError)) throw error;
-      // the module body or the test run took its worker down (V8 aborts on some OOM paths)
-      const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
-      return { ok: false as const, failure };
-    });
-    if (!result.ok) {
-      const { check, message, line, column, costly } = result.failure;
-      if (costly) validations.record(project);
-      throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
-    }
-    if (withSamples) checkSamples(samples, result.results ?? []);
-    return result;
-  }
-
-  /** A sample that errors, or scores other than its `expected`, fails test_run with its index. */
-  function checkSamples(samples: Sample[], results: GradeOutcome[]): void {
-    const failed = (message: string, extra: Record<string, unknown>) => {
-      throw new AppError("VALIDATION_FAILED", `test_run check failed: ${message}`, { check: "test_run", message, ...extra });
-    };
-    for (const [index, sample] of samples.entries()) {
-      const outcome = results[index];
-      if (!outcome || "error" in outcome) {
-        const error = outcome && "error" in outcome ? `${outcome.error.code}: ${outcome.error.message}` : "no result";
-        failed(`grade failed on sample ${index} with ${error}`, { index });
-      } else if (sample.expected !== undefined && Math.abs(outcome.score - sample.expected) > 1e-9) {
-        failed(`sample ${index} should score ${sample.expected} but scored ${outcome.score}`, {
-          index,
-          expected: sample.expected,
-          actual: outcome.score,
-        });
-      }
-    }
-  }
 
   app.post(
     base,
@@ -186,14 +105,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req, reply) => {
-      const { project } = req.params;
       const { key, source, description, samples } = req.body;
-      // answer a taken key before the five checks run; the insert still enforces it under races
-      if (await store.get(project, key)) throw graderExists(project, key);
-      const { compiled, warnings } = await validate(project, source, undefined, samples);
-      const sourceSha256 = createHash("sha256").update(source).digest("hex");
-      const row = await store.insert({ project, key, description, source, compiled, sourceSha256, warnings, samples });
-      return reply.code(201).send(detail(row));
+      return reply.code(201).send(detail(await graders.createFunction(req.params.project, { key, source, description, samples })));
     },
   );
 
@@ -220,13 +133,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The source passes the five checks",
-            z
-              .object({
-                valid: z.literal(true).describe("always true: a failing check is a 422"),
-                warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
-                results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
-              })
-              .describe("the checks' verdict"),
+            named(config, "ValidateResponse", () =>
+              z
+                .object({
+                  valid: z.literal(true).describe("always true: a failing check is a 422"),
+                  warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
+                  results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
+                })
+                .describe("the checks' verdict"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "BATCH_TOO_LARGE", ...CHECKING),
         },
@@ -234,7 +149,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
     },
     async (req) => {
       if (req.body.threads) checkBatch(req.body.threads.length, config);
-      const { warnings, results } = await validate(req.params.project, req.body.source, req.body.threads);
+      const { warnings, results } = await validation.validate(req.params.project, req.body.source, req.body.threads);
       return { valid: true as const, warnings, ...(results ? { results } : {}) };
     },
   );
@@ -257,12 +172,14 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "A page of graders",
-            z
-              .object({
-                data: z.array(Grader).describe("the page's graders, by key"),
-                nextCursor: z.string().nullable().describe("the cursor of the next page; null on the last page"),
-              })
-              .describe("a page of graders"),
+            named(config, "GraderPage", () =>
+              z
+                .object({
+                  data: z.array(Grader).describe("the page's graders, by key"),
+                  nextCursor: z.string().nullable().describe("the cursor of the next page; null on the last page"),
+                })
+                .describe("a page of graders"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT),
         },
@@ -347,10 +264,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req, reply) => {
-      const { id, ids } = await store.delete(req.params.project, req.params.graderKey);
-      pool.forget(ids); // its warm isolates go in every worker now, not when the LRU reaches them
-      grading.judges.forget(id);
-      grading.endpoints.forget(id);
+      await graders.delete(req.params.project, req.params.graderKey);
       return reply.code(204).send(null);
     },
   );
@@ -395,20 +309,8 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       },
     },
     async (req, reply) => {
-      const { key, mode, description, graders } = req.body;
-      const parts = graders.map((g) => ({ graderKey: g.graderKey, name: g.name ?? g.graderKey, weight: g.weight, version: g.version }));
-      if (mode === "weighted" && !(parts.filter((p) => p.weight > 0).reduce((a, p) => a + p.weight, 0) > 0)) {
-        throw new AppError("INVALID_REQUEST", "weighted mode needs at least one part with a positive weight");
-      }
-      // 1e308 + 1e308 is Infinity: every score would then be 0 (or NaN)
-      if (!Number.isFinite(parts.reduce((a, p) => a + Math.abs(p.weight), 0))) {
-        throw new AppError(
-          "INVALID_REQUEST",
-          `the weights' absolute values must add up to a finite number (at most ${Number.MAX_VALUE}); scale them down, e.g. to sum to 1`,
-        );
-      }
-      const row = await store.insertCombined({ project: req.params.project, key, description, mode, parts });
-      return reply.code(201).send(detail(row));
+      const { key, mode, description, graders: parts } = req.body;
+      return reply.code(201).send(detail(await graders.createCombined(req.params.project, { key, mode, description, graders: parts })));
     },
   );
 
@@ -428,10 +330,12 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The thread's score",
-            GradeScore.extend({
-              durationMs: z.number().describe("time spent grading, in milliseconds"),
-              version: z.number().describe("the version that graded"),
-            }).describe("the thread's score"),
+            named(config, "GradeResponse", () =>
+              GradeScore.extend({
+                durationMs: z.number().describe("time spent grading, in milliseconds"),
+                version: z.number().describe("the version that graded"),
+              }).describe("the thread's score"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND", ...GRADING),
         },
@@ -467,13 +371,15 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "Each thread's score or error",
-            z
-              .object({
-                results: z.array(GradeResult).describe("one per thread, in order"),
-                durationMs: z.number().describe("time spent grading, in milliseconds"),
-                version: z.number().describe("the version that graded"),
-              })
-              .describe("the batch's results"),
+            named(config, "GradeBatchResponse", () =>
+              z
+                .object({
+                  results: z.array(GradeResult).describe("one per thread, in order"),
+                  durationMs: z.number().describe("time spent grading, in milliseconds"),
+                  version: z.number().describe("the version that graded"),
+                })
+                .describe("the batch's results"),
+            ),
           ),
           ...errorResponses(
             ...IN_PROJECT,
@@ -497,49 +403,6 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
       return { results: outcomes, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
     },
   );
-
-  /**
-   * Checks a new source and stores it as the next version; nothing changes when a check fails.
-   * With samples (given, or the current version's), reports each sample's score under the
-   * current version and the candidate; `dryRun` reports without storing.
-   */
-  async function updateSource(
-    project: string,
-    key: string,
-    next: { source: string; description?: string; samples?: Sample[]; dryRun?: boolean },
-  ): Promise<z.infer<typeof UpdateResult>> {
-    const current = await store.mustGet(project, key);
-    assertUpdatable(current); // before the checks run; the store checks again in its transaction
-    const samples = next.samples ?? (await store.samples(current));
-    const { compiled, warnings, results } = await validate(project, next.source, undefined, samples);
-    const before = samples.length
-      ? await pool.gradeBatch(
-          { id: sandboxId(current.id, current.version), project, compiled: current.compiled },
-          samples.map((x) => x.thread),
-        )
-      : [];
-    const brief = (o: GradeOutcome | undefined) => (o === undefined ? "none" : "error" in o ? o.error.code : o.score);
-    const changed = samples
-      .map((_, index) => ({ index, before: brief(before[index]), after: brief(results?.[index]) }))
-      .filter((c) => c.before !== c.after);
-    const report = { samples: samples.length, changed };
-    if (next.dryRun) return { ...detail(current), dryRun: true, report };
-    const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
-    const row = await store.update(
-      project,
-      key,
-      {
-        source: next.source,
-        compiled,
-        sourceSha256,
-        warnings,
-        description: next.description ?? current.description,
-        samples: next.samples,
-      },
-      current.version,
-    );
-    return { ...detail(row), report };
-  }
 
   app.put(
     `${base}/:graderKey`,
@@ -567,7 +430,7 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       },
     },
-    async (req) => updateSource(req.params.project, req.params.graderKey, req.body),
+    async (req) => updated(await versions.update(req.params.project, req.params.graderKey, req.body)),
   );
 
   const VersionParams = GraderParams.extend({ version: VersionNumber.describe("a version number: 1 to the grader's current version") });
@@ -584,7 +447,9 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         response: {
           200: json(
             "The grader's versions",
-            z.object({ data: z.array(GraderVersion).describe("the versions, oldest first") }).describe("the grader's versions"),
+            named(config, "GraderVersionList", () =>
+              z.object({ data: z.array(GraderVersion).describe("the versions, oldest first") }).describe("the grader's versions"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
         },
@@ -644,10 +509,6 @@ export async function graderRoutes(fastify: FastifyInstance, { config, store, po
         },
       },
     },
-    async (req) => {
-      const { project, graderKey, version } = req.params;
-      const old = await store.mustGetVersion(project, graderKey, version);
-      return updateSource(project, graderKey, { source: old.source, description: old.description });
-    },
+    async (req) => updated(await versions.restore(req.params.project, req.params.graderKey, req.params.version)),
   );
 }

@@ -4,24 +4,17 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { MOCK_THREAD } from "../../sandbox/validate/checks.ts";
-import type { WireThread } from "../../sdk/thread.ts";
 import type { Config } from "../config.ts";
-import { AppError } from "../errors.ts";
-import type { Grading } from "../grading.ts";
-import { judgeItemError } from "../judges/judges.ts";
-import { binaryPrompt, binaryTemplate, ThreadUnfit } from "../judges/kinds.ts";
 import {
   BinaryJudge,
   type BinaryJudgeSpec,
-  type JudgeSpec,
   ModelKey,
   PrebuiltJudge,
   type PrebuiltJudgeSpec,
   RubricJudge,
   type RubricJudgeSpec,
 } from "../judges/spec.ts";
-import { type CompiledTemplate, TemplateError } from "../judges/template.ts";
+import { named } from "../openapi.ts";
 import {
   Description,
   errorResponses,
@@ -35,11 +28,11 @@ import {
   threadSchema,
   WITH_BODY,
 } from "../schemas.ts";
-import type { Store } from "../store.ts";
-import { detail } from "./graders.ts";
+import type { JudgeGraders } from "../services/judge-graders.ts";
+import { detail } from "./views.ts";
 
-export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
-  const { config, store, grading } = opts;
+export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Config; judgeGraders: JudgeGraders }) {
+  const { config, judgeGraders } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const Thread = threadSchema(config);
   const base = "/v1/projects/:project/graders";
@@ -50,39 +43,6 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
   };
   /** What creating a judge can answer: its model must exist, its key must be free. */
   const creating = [...IN_PROJECT, ...WITH_BODY, "MODEL_NOT_FOUND", "GRADER_EXISTS"] as const;
-
-  /** A binary judge's template must compile and render on every sample thread (or on the built-in one). */
-  function checkTemplate(spec: BinaryJudgeSpec, samples: readonly WireThread[]): void {
-    const refuse = (message: string, line?: number, column?: number) => {
-      throw new AppError("VALIDATION_FAILED", `template check failed: ${message}`, {
-        check: "template",
-        message,
-        ...(line === undefined ? {} : { line, column }),
-      });
-    };
-    let template: CompiledTemplate;
-    try {
-      template = binaryTemplate(spec);
-    } catch (error) {
-      if (error instanceof TemplateError) refuse(error.message, error.line, error.column);
-      throw error;
-    }
-    const threads = samples.length ? samples : [MOCK_THREAD as unknown as WireThread];
-    for (const [i, thread] of threads.entries()) {
-      const where = samples.length ? `sample ${i}` : "the built-in sample thread";
-      try {
-        binaryPrompt(spec, template, thread);
-      } catch (error) {
-        if (error instanceof TemplateError) refuse(`it fails on ${where}: ${error.message}`, error.line, error.column);
-        if (error instanceof ThreadUnfit) refuse(`${where}: ${error.message}`);
-        throw error;
-      }
-    }
-  }
-
-  async function create(project: string, key: string, description: string, spec: JudgeSpec) {
-    return detail(await store.insertJudge({ project, key, description, spec }));
-  }
 
   app.post(
     `${base}/binary-judge`,
@@ -116,12 +76,8 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
       const { key, judgeModel, description, criteria, template, templateVariables, samples } = req.body;
       // the body's fields are the spec's own schemas: already validated
       const spec: BinaryJudgeSpec = { type: "binary", model: judgeModel, criteria, template, templateVariables };
-      await store.mustGetModel(req.params.project, judgeModel);
-      checkTemplate(
-        spec,
-        (samples ?? []).map((s) => s.thread),
-      );
-      return reply.code(201).send(await create(req.params.project, key, description, spec));
+      const row = await judgeGraders.create(req.params.project, { key, description, spec, samples: samples?.map((s) => s.thread) });
+      return reply.code(201).send(detail(row));
     },
   );
 
@@ -145,7 +101,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     async (req, reply) => {
       const { key, judgeModel, description, type } = req.body;
       const spec: PrebuiltJudgeSpec = { type: "prebuilt", model: judgeModel, metric: type };
-      return reply.code(201).send(await create(req.params.project, key, description, spec));
+      return reply.code(201).send(detail(await judgeGraders.create(req.params.project, { key, description, spec })));
     },
   );
 
@@ -175,7 +131,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     async (req, reply) => {
       const { key, judgeModel, description, criteria, cannotAssess, partialCredit } = req.body;
       const spec: RubricJudgeSpec = { type: "rubric", model: judgeModel, criteria, cannotAssess, partialCredit };
-      return reply.code(201).send(await create(req.params.project, key, description, spec));
+      return reply.code(201).send(detail(await judgeGraders.create(req.params.project, { key, description, spec })));
     },
   );
 
@@ -195,38 +151,27 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
         response: {
           200: json(
             "The prompt",
-            z
-              .object({
-                messages: z
-                  .array(
-                    z
-                      .object({
-                        role: z.enum(["system", "user", "assistant"]).describe("the message's role"),
-                        content: z.string().describe("its text"),
-                      })
-                      .describe("one chat message"),
-                  )
-                  .describe("the chat messages, in order"),
-              })
-              .describe("the judge's first request to its model"),
+            named(config, "JudgePrompt", () =>
+              z
+                .object({
+                  messages: z
+                    .array(
+                      z
+                        .object({
+                          role: z.enum(["system", "user", "assistant"]).describe("the message's role"),
+                          content: z.string().describe("its text"),
+                        })
+                        .describe("one chat message"),
+                    )
+                    .describe("the chat messages, in order"),
+                })
+                .describe("the judge's first request to its model"),
+            ),
           ),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "GRADER_ERROR", "INVALID_THREAD"),
         },
       },
     },
-    async (req) => {
-      const row = await store.mustGet(req.params.project, req.params.graderKey);
-      if (row.kind !== "judge")
-        throw new AppError("INVALID_REQUEST", `grader "${row.key}" is a ${row.kind} grader; only judges have prompts`);
-      try {
-        return { messages: grading.judges.prompt(grading.judgeTarget(row), req.body.thread) };
-      } catch (error) {
-        if (!(error instanceof TemplateError || error instanceof ThreadUnfit)) throw error;
-        // over its budget, the render was a fault of the grader: answered once it is stored, as grading does
-        await grading.faultsStored(row);
-        const { code, message, line, column } = judgeItemError(error);
-        throw new AppError(code, message, line === undefined ? {} : { line, column });
-      }
-    },
+    async (req) => ({ messages: await judgeGraders.prompt(req.params.project, req.params.graderKey, req.body.thread) }),
   );
 }

@@ -3,23 +3,22 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { EgressDeniedError, type EgressPolicy } from "../egress.ts";
-import { AppError } from "../errors.ts";
-import type { Judges } from "../judges/judges.ts";
 import { Model, ModelCreate, ModelKey, type ModelRow } from "../judges/spec.ts";
 import { errorResponses, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
-import { apiKeyRef, type Secrets } from "../secrets/secrets.ts";
+import type { Models } from "../services/models.ts";
 import type { Store } from "../store.ts";
 
 const ModelParams = ProjectParams.extend({ modelKey: ModelKey.describe("the model's key, unique in its project") });
 
+const ModelList = z
+  .object({ data: z.array(Model).describe("the models, by key") })
+  .describe("the project's models")
+  .meta({ id: "ModelList" });
+
 const view = ({ id: _id, ...model }: ModelRow): z.infer<typeof Model> => model;
 
-export async function modelRoutes(
-  fastify: FastifyInstance,
-  opts: { store: Store; judges: Judges; egress: EgressPolicy; secrets: Secrets },
-) {
-  const { store, judges, egress, secrets } = opts;
+export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store; models: Models }) {
+  const { store, models } = opts;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const base = "/v1/projects/:project/models";
 
@@ -43,28 +42,7 @@ export async function modelRoutes(
         },
       },
     },
-    async (req, reply) => {
-      const body = req.body;
-      if (body.apiKeyEnv && body.apiKeySecret) throw new AppError("INVALID_REQUEST", "name the API key once: apiKeySecret or apiKeyEnv");
-      // refused now when the address already is; every call checks again (DNS can change)
-      const host = new URL(body.baseURL).hostname;
-      try {
-        await egress.resolve(host);
-      } catch (error) {
-        if (error instanceof EgressDeniedError) throw new AppError("EGRESS_DENIED", `baseURL: ${error.message}`);
-        // a name that does not resolve yet is not refused: the model may come up later
-      }
-      const ref = apiKeyRef(body);
-      const unbind = await secrets.bindAll(req.params.project, ref ? [ref] : [], body.baseURL);
-      let model: ModelRow;
-      try {
-        model = await store.insertModel({ project: req.params.project, ...body });
-      } catch (error) {
-        await unbind(); // MODEL_EXISTS: nothing was registered, so nothing is bound
-        throw error;
-      }
-      return reply.code(201).send(view(model));
-    },
+    async (req, reply) => reply.code(201).send(view(await models.create(req.params.project, req.body))),
   );
 
   app.get(
@@ -77,10 +55,7 @@ export async function modelRoutes(
         description: "Every judge model registered in the project.",
         params: ProjectParams,
         response: {
-          200: json(
-            "The project's models",
-            z.object({ data: z.array(Model).describe("the models, by key") }).describe("the project's models"),
-          ),
+          200: json("The project's models", ModelList),
           ...errorResponses(...IN_PROJECT),
         },
       },
@@ -117,7 +92,7 @@ export async function modelRoutes(
       },
     },
     async (req, reply) => {
-      judges.forget(await store.deleteModel(req.params.project, req.params.modelKey));
+      await models.delete(req.params.project, req.params.modelKey);
       return reply.code(204).send(null);
     },
   );

@@ -12,6 +12,7 @@ import type { Config } from "../config.ts";
 import { Id, RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
+import { named } from "../openapi.ts";
 import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
@@ -21,7 +22,20 @@ const RewardOut = z
     metadata: z.record(z.string(), z.unknown()).describe("what the grader returned besides the score"),
     id: Id,
   })
-  .describe("one request's reward");
+  .describe("one request's reward")
+  .meta({ id: "RewardResponse" });
+const RewardBatchResponse = z
+  .object({ responses: z.array(RewardOut).describe("one per request, in order") })
+  .describe("the batch's rewards")
+  .meta({ id: "RewardBatchResponse" });
+const RewardInfo = z
+  .object({
+    version: z.string().describe("the grader's current version"),
+    name: z.string().describe("the grader's key"),
+    description: z.string().describe("the grader's description"),
+  })
+  .describe("what the reward server is")
+  .meta({ id: "RewardInfo" });
 
 export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
   const { config, store, grading } = opts;
@@ -32,22 +46,24 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       .max(config.maxContent, `content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT)`)
       .describe("what was said"),
   }).describe("one turn of the conversation");
-  const Request = z
-    .strictObject({
-      turns: z
-        .array(Turn)
-        .min(1, "a thread needs at least one turn")
-        .max(config.maxTurns, `at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
-        .describe("the conversation, in order"),
-      metadata: z
-        .record(z.string(), z.unknown())
-        .nullable()
-        .optional()
-        .refine((m) => !m || !nestsDeeperThan(m, MAX_METADATA_DEPTH), `metadata nests more than ${MAX_METADATA_DEPTH} levels`)
-        .describe("the thread's metadata (null: none); an endpoint grader checks it against its metadata schema"),
-      id: Id,
-    })
-    .describe("one reward-server protocol request: a conversation to score (no other fields)");
+  const Request = named(config, "RewardRequest", () =>
+    z
+      .strictObject({
+        turns: z
+          .array(Turn)
+          .min(1, "a thread needs at least one turn")
+          .max(config.maxTurns, `at most ${config.maxTurns} turns (GRADEBOX_MAX_TURNS)`)
+          .describe("the conversation, in order"),
+        metadata: z
+          .record(z.string(), z.unknown())
+          .nullable()
+          .optional()
+          .refine((m) => !m || !nestsDeeperThan(m, MAX_METADATA_DEPTH), `metadata nests more than ${MAX_METADATA_DEPTH} levels`)
+          .describe("the thread's metadata (null: none); an endpoint grader checks it against its metadata schema"),
+        id: Id,
+      })
+      .describe("one reward-server protocol request: a conversation to score (no other fields)"),
+  );
   const base = "/v1/projects/:project/graders/:graderKey/reward";
 
   async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>, route: "grade" | "grade-batch") {
@@ -76,16 +92,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         description: "The reward-server protocol's /info for the grader: its current version, its key and its description.",
         params: GraderParams,
         response: {
-          200: json(
-            "The grader's info",
-            z
-              .object({
-                version: z.string().describe("the grader's current version"),
-                name: z.string().describe("the grader's key"),
-                description: z.string().describe("the grader's description"),
-              })
-              .describe("what the reward server is"),
-          ),
+          200: json("The grader's info", RewardInfo),
           ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND"),
         },
       },
@@ -164,10 +171,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
           })
           .describe("a batch of reward-server protocol requests"),
         response: {
-          200: json(
-            "Each request's reward",
-            z.object({ responses: z.array(RewardOut).describe("one per request, in order") }).describe("the batch's rewards"),
-          ),
+          200: json("Each request's reward", RewardBatchResponse),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", ...GRADING),
         },
       },

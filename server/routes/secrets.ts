@@ -5,21 +5,14 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { errorResponses, IN_PROJECT, json, ProjectParams, WITH_BODY } from "../schemas.ts";
-import { MAX_SECRET_BYTES, SecretName, type Secrets } from "../secrets/secrets.ts";
+import { MAX_SECRET_BYTES, Secret, SecretName, type Secrets } from "../secrets/secrets.ts";
 
 const SecretParams = ProjectParams.extend({ name: SecretName });
 
-export const Secret = z
-  .object({
-    name: SecretName,
-    host: z
-      .string()
-      .nullable()
-      .describe("the host the value is sent to (bound by the first model or endpoint that uses it); null: not yet bound"),
-    createdAt: z.string().describe("ISO 8601"),
-    updatedAt: z.string().describe("ISO 8601: when the value was last set"),
-  })
-  .describe("a project secret (its value is never shown)");
+const SecretList = z
+  .object({ data: z.array(Secret).describe("the secrets, by name") })
+  .describe("the secrets")
+  .meta({ id: "SecretList" });
 
 const SecretValue = z
   .object({
@@ -74,7 +67,7 @@ export async function secretRoutes(fastify: FastifyInstance, opts: { secrets: Se
         description: "The project's secrets: names, bound hosts and dates, never values.",
         params: ProjectParams,
         response: {
-          200: json("The project's secrets", z.object({ data: z.array(Secret).describe("the secrets, by name") }).describe("the secrets")),
+          200: json("The project's secrets", SecretList),
           ...errorResponses(...IN_PROJECT),
         },
       },

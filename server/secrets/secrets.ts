@@ -32,13 +32,20 @@ export const MAX_SECRET_BYTES = 8192;
 export type SecretRef = { secret: string } | { env: string };
 export const describeRef = (ref: SecretRef) => ("secret" in ref ? `secret "${ref.secret}"` : `server secret ${ref.env}`);
 
-export interface SecretInfo {
-  name: string;
-  /** the host the value may be sent to; null until a model or endpoint uses it */
-  host: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** A project secret as the API shows it: never its value. */
+export const Secret = z
+  .object({
+    name: SecretName,
+    host: z
+      .string()
+      .nullable()
+      .describe("the host the value is sent to (bound by the first model or endpoint that uses it); null: not yet bound"),
+    createdAt: z.string().describe("ISO 8601"),
+    updatedAt: z.string().describe("ISO 8601: when the value was last set"),
+  })
+  .describe("a project secret (its value is never shown)")
+  .meta({ id: "Secret" });
+export type SecretInfo = z.infer<typeof Secret>;
 
 /** A secret that cannot be sent on a call: the item fails as the target's outage would, with this message. */
 export class SecretUnavailable extends Error {

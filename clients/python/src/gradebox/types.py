@@ -1,5 +1,7 @@
 """Wire types of the HTTP API, as the client returns them: plain dicts (JSON as the server sent
-it, camelCase keys included), typed with TypedDicts. Mirrors sdk/types.ts."""
+it, camelCase keys included), typed with TypedDicts. Each is the OpenAPI document's schema of the
+same name (GraderWithSource: GraderDetail; Thread, Turn and Role: ThreadInput, TurnInput and
+RoleInput): test/python-types.test.ts holds their fields, optionality and types to it."""
 
 from __future__ import annotations
 

@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { SandboxPool } from "../sandbox/host/pool.ts";
-import { buildApp } from "../server/app.ts";
-import { bootstrapMetricsToken } from "../server/bootstrap.ts";
-import { type Config, loadConfig, poolOptions } from "../server/config.ts";
-import { Store } from "../server/store.ts";
+import { SandboxPool } from "../../sandbox/host/pool.ts";
+import { buildApp } from "../../server/app.ts";
+import { bootstrapMetricsToken } from "../../server/bootstrap.ts";
+import { type Config, loadConfig, poolOptions } from "../../server/config.ts";
+import { Store } from "../../server/store.ts";
 import { createDatabase } from "./pg.ts";
 import { freePort } from "./ports.ts";
 
@@ -121,7 +121,7 @@ export async function call(
   return { status: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined };
 }
 
-export const repoRoot = new URL("..", import.meta.url).pathname;
+export const repoRoot = new URL("../..", import.meta.url).pathname;
 
 export { freePort } from "./ports.ts";
 

@@ -1,8 +1,8 @@
 // API keys: created once and shown once, stored as SHA-256 hashes, each bound to one project.
 
 import { createHash, randomBytes } from "node:crypto";
-import type { Db } from "./db/db.ts";
-import { AppError } from "./errors.ts";
+import type { Db } from "../db/db.ts";
+import { AppError } from "../errors.ts";
 
 export interface KeyInfo {
   id: string;

@@ -1,0 +1,70 @@
+// A function grader's next version: a new source (an update) or an old one stored again (a
+// restore), checked as a create is, then stored with a report of the samples whose score changes.
+// Nothing changes when a check fails, and a dry run reports without storing.
+
+import { createHash } from "node:crypto";
+import type { GraderRow } from "../store/graders.ts";
+import { assertUpdatable } from "../store/rules.ts";
+import type { Sample } from "../store/versions.ts";
+import type { Store } from "../store.ts";
+import type { SampleReport, Validation } from "./validation.ts";
+
+export interface NextSource {
+  source: string;
+  /** absent: the current version's */
+  description?: string;
+  /** absent: the current version's samples carry over */
+  samples?: Sample[];
+  dryRun?: boolean;
+}
+
+/** The grader after the update (the current one, unchanged, for a dry run) and its samples report. */
+export interface Updated {
+  row: GraderRow;
+  report: SampleReport;
+  dryRun?: true;
+}
+
+export class Versions {
+  private readonly store: Store;
+  private readonly validation: Validation;
+
+  constructor(store: Store, validation: Validation) {
+    this.store = store;
+    this.validation = validation;
+  }
+
+  /**
+   * Checks a new source and stores it as the next version. With samples (given, or the current
+   * version's), reports each sample's score under the current version and the candidate.
+   */
+  async update(project: string, key: string, next: NextSource): Promise<Updated> {
+    const current = await this.store.mustGet(project, key);
+    assertUpdatable(current); // before the checks run; the store checks again in its transaction
+    const samples = next.samples ?? (await this.store.samples(current));
+    const { compiled, warnings, results } = await this.validation.validate(project, next.source, undefined, samples);
+    const report = await this.validation.report(current, samples, results);
+    if (next.dryRun) return { row: current, dryRun: true, report };
+    const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
+    const row = await this.store.update(
+      project,
+      key,
+      {
+        source: next.source,
+        compiled,
+        sourceSha256,
+        warnings,
+        description: next.description ?? current.description,
+        samples: next.samples,
+      },
+      current.version,
+    );
+    return { row, report };
+  }
+
+  /** Stores an old version's source and description as the next version, as an update would (the current samples must pass). */
+  async restore(project: string, key: string, version: number): Promise<Updated> {
+    const old = await this.store.mustGetVersion(project, key, version);
+    return this.update(project, key, { source: old.source, description: old.description });
+  }
+}

@@ -1,0 +1,152 @@
+// A function grader's versions: every source it was given, with its script, warnings and
+// samples, never changed once stored. The grader's row holds a copy of its current version,
+// so grading reads one row; an update writes both in one transaction.
+
+import type { z } from "zod";
+import type { WireThread } from "../../sdk/thread.ts";
+import type { Db, Queryable } from "../db/db.ts";
+import { AppError } from "../errors.ts";
+import type { GraderVersionDetail } from "../schemas.ts";
+import type { GraderRow, GraderStore, NewGrader } from "./graders.ts";
+import { assertUpdatable } from "./rules.ts";
+
+/** A sample thread a grader carries, with the score it should get. */
+export interface Sample {
+  thread: WireThread;
+  expected?: number;
+}
+
+/** One stored version of a function grader: the API's view of it, and the script the sandbox runs. */
+export type StoredVersion = z.infer<typeof GraderVersionDetail> & { compiled: string };
+
+type VersionFields = Pick<NewGrader, "description" | "source" | "compiled" | "sourceSha256" | "warnings">;
+
+type RawVersion = {
+  version: number;
+  description: string;
+  source: string;
+  compiled: string;
+  source_sha256: string;
+  warnings: string;
+  created_at: string;
+};
+
+const SQL = {
+  insert: `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, samples, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  setCurrent: `UPDATE graders SET version = ?, description = ?, source = ?, compiled = ?, source_sha256 = ?, warnings = ?, updated_at = ? WHERE id = ?`,
+  list: "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
+  get: "SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?",
+  samples: "SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?",
+};
+
+/** Writes one version's row inside the caller's transaction (a new grader's first, or an update's next). */
+export async function insertVersion(
+  q: Queryable,
+  graderId: string,
+  version: number,
+  v: VersionFields,
+  samples: string,
+  now: string,
+): Promise<void> {
+  await q.run(SQL.insert, [
+    graderId,
+    version,
+    v.description,
+    v.source,
+    v.compiled,
+    v.sourceSha256,
+    JSON.stringify(v.warnings),
+    samples,
+    now,
+  ]);
+}
+
+export async function versionExists(q: Queryable, graderId: string, version: number): Promise<boolean> {
+  return (await q.get(SQL.get, [graderId, version])) !== undefined;
+}
+
+export class VersionStore {
+  private readonly db: Db;
+  private readonly graders: GraderStore;
+
+  constructor(db: Db, graders: GraderStore) {
+    this.db = db;
+    this.graders = graders;
+  }
+
+  /**
+   * Stores a new version of a function grader and makes it current, in one transaction; a
+   * locked grader refuses. `expected` guards against a concurrent update: the version the
+   * caller validated against must still be current.
+   */
+  async update(project: string, key: string, next: Omit<NewGrader, "project" | "key">, expected?: number): Promise<GraderRow> {
+    await this.db.tx(async (q, publish) => {
+      const row = await this.graders.mustGet(project, key, q);
+      assertUpdatable(row);
+      if (expected !== undefined && row.version !== expected) {
+        throw new AppError("GRADER_CONFLICT", `grader "${key}" changed to version ${row.version} while this update was checked; try again`);
+      }
+      // samples carry over to the new version unless new ones are given
+      const samples =
+        next.samples === undefined
+          ? ((await q.get<{ samples: string }>(SQL.samples, [row.id, row.version]))?.samples ?? "[]")
+          : JSON.stringify(next.samples);
+      const version = row.version + 1;
+      const now = new Date().toISOString();
+      await insertVersion(q, row.id, version, next, samples, now);
+      await q.run(SQL.setCurrent, [
+        version,
+        next.description,
+        next.source,
+        next.compiled,
+        next.sourceSha256,
+        JSON.stringify(next.warnings),
+        now,
+        row.id,
+      ]);
+      publish({ kind: "graders", project });
+    });
+    return this.graders.mustGet(project, key);
+  }
+
+  /** The samples of a grader's version (its current one by default). */
+  async samples(row: GraderRow, version = row.version): Promise<Sample[]> {
+    const text = (await this.db.get<{ samples: string }>(SQL.samples, [row.id, version]))?.samples;
+    return text ? (JSON.parse(text) as Sample[]) : [];
+  }
+
+  async list(project: string, key: string): Promise<Array<Omit<StoredVersion, "source" | "compiled">>> {
+    const row = await this.graders.mustGet(project, key);
+    const raws = await this.db.all<Omit<RawVersion, "source" | "compiled">>(SQL.list, [row.id]);
+    return raws.map((r) => ({
+      version: r.version,
+      description: r.description,
+      sourceSha256: r.source_sha256,
+      warnings: JSON.parse(r.warnings) as string[],
+      createdAt: r.created_at,
+    }));
+  }
+
+  async mustGet(project: string, key: string, version: number): Promise<StoredVersion & { graderId: string }> {
+    const row = await this.graders.mustGet(project, key);
+    return { graderId: row.id, ...(await this.of(row, version)) };
+  }
+
+  /** One stored version of a grader (versions never change once stored). */
+  async of(row: Pick<GraderRow, "id" | "key" | "version">, version: number): Promise<StoredVersion> {
+    const r = await this.db.get<RawVersion>(SQL.get, [row.id, version]);
+    if (!r) {
+      throw new AppError("VERSION_NOT_FOUND", `grader "${row.key}" has no version ${version}; its versions are 1 to ${row.version}`);
+    }
+    return {
+      version: r.version,
+      description: r.description,
+      source: r.source,
+      compiled: r.compiled,
+      sourceSha256: r.source_sha256,
+      warnings: JSON.parse(r.warnings) as string[],
+      createdAt: r.created_at,
+    };
+  }
+}
