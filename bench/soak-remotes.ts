@@ -1,11 +1,11 @@
 // The remote servers of `make soak` (bench/soak.ts), on 127.0.0.1: the attacker's reward servers
 // (one whose /metadata_schema is costly to check, one whose /batch_score answers 16 MB, one that
 // never answers a score until let go, one that answers honestly), the attacker's and the
-// victim's OpenAI-compatible models (test/fake-openai.ts), and the victim's reward server.
+// victim's OpenAI-compatible models (test/support/fake-openai.ts), and the victim's reward server.
 // Every request the attacker's servers receive is scanned for the victim's secrets.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { FakeOpenAI } from "../test/fake-openai.ts";
+import { FakeOpenAI } from "../test/support/fake-openai.ts";
 
 /** Counts, per label, the requests in which a watched value appears (anywhere: URL, headers, body). */
 export class SecretWatch {

@@ -26,7 +26,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { Gradebox } from "../sdk/index.ts";
-import { FakeOpenAI } from "../test/fake-openai.ts";
+import { FakeOpenAI } from "../test/support/fake-openai.ts";
 import { pct } from "./latency.ts";
 import { childPids, sandboxWorkers, statusKb } from "./proc.ts";
 import { provenance } from "./provenance.ts";
