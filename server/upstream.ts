@@ -136,9 +136,17 @@ export class Upstream {
   /** One call with retries and the breaker; `attempt` throws UpstreamError to be classified. */
   async call<T>(attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     for (let n = 0; ; n++) {
-      this.admit();
+      const probe = this.admit();
       // the project's share of the node's sockets: waiting for it does not eat the attempt's deadline
       const release = this.options.gate ? await this.options.gate() : undefined;
+      if (release) {
+        // the target may have been found down while this call waited: fail fast, not one more call
+        if (this.breakerOpen) {
+          release();
+          if (probe) this.probing = false;
+          throw this.openError();
+        }
+      }
       const signal = AbortSignal.timeout(this.options.timeoutMs);
       try {
         let result: T;
@@ -172,15 +180,18 @@ export class Upstream {
     }
   }
 
-  /** Open: fail fast; past the cool-down one probe goes through, and its outcome decides. */
-  private admit(): void {
-    if (this.openUntil === 0) return;
-    if (Date.now() < this.openUntil || this.probing) {
-      throw new UpstreamError(
-        "unavailable",
-        `${this.name} failed ${this.failures} times in a row; calls fail fast until ${new Date(Math.max(this.openUntil, Date.now())).toISOString()} (circuit open)`,
-      );
-    }
+  /** Open: fail fast; past the cool-down one probe goes through, and its outcome decides (true: this call is the probe). */
+  private admit(): boolean {
+    if (this.openUntil === 0) return false;
+    if (Date.now() < this.openUntil || this.probing) throw this.openError();
     this.probing = true;
+    return true;
+  }
+
+  private openError(): UpstreamError {
+    return new UpstreamError(
+      "unavailable",
+      `${this.name} failed ${this.failures} times in a row; calls fail fast until ${new Date(Math.max(this.openUntil, Date.now())).toISOString()} (circuit open)`,
+    );
   }
 }

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { OutboundGate } from "../server/outbound.ts";
-import { UpstreamError } from "../server/upstream.ts";
+import { Upstream, UpstreamError } from "../server/upstream.ts";
 import { call, startServer, type TestServer } from "./support/helpers.ts";
 
 describe("OutboundGate", () => {
@@ -60,6 +60,29 @@ describe("OutboundGate", () => {
     const again = await gate.acquire("a");
     assert.equal(gate.load.inFlight, 1);
     again();
+  });
+});
+
+describe("an Upstream behind the gate", () => {
+  test("calls that waited for a slot while the target was found down fail fast instead of being sent", async () => {
+    const gate = new OutboundGate({ perProject: 1, total: 1, maxWaiting: 100 });
+    const upstream = new Upstream("down", { maxConcurrency: 100, timeoutMs: 1000, retries: 0, breakerThreshold: 5, gate: gate.for("p") });
+    let attempts = 0;
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        upstream
+          .call(async () => {
+            attempts++;
+            await new Promise((r) => setTimeout(r, 1));
+            throw new UpstreamError("unavailable", "down");
+          })
+          .catch((e: Error) => e.message),
+      ),
+    );
+    // 50 calls queued at the gate; the breaker opened after the 5th failure and the other 45 were never sent
+    assert.equal(attempts, 5);
+    assert.equal(outcomes.filter((m) => /circuit open/.test(m)).length, 45);
+    assert.equal(gate.load.inFlight, 0, "every slot was given back");
   });
 });
 
