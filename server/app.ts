@@ -12,6 +12,7 @@ import { registerConsole } from "./console.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { errorsPlugin, frameworkErrors } from "./plugins/errors.ts";
 import { healthPlugin } from "./plugins/health.ts";
+import { idleGcPlugin } from "./plugins/idle-gc.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
 import { requestsPlugin } from "./plugins/requests.ts";
 import { accountRoutes } from "./routes/account.ts";
@@ -50,6 +51,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   await app.register(requestsPlugin, { config });
   await app.register(errorsPlugin, { config });
   await app.register(docsPlugin, { config });
+  await app.register(idleGcPlugin);
   registerConsole(app);
 
   const services = buildServices({ config, store, pool, log: app.log });
