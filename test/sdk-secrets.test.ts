@@ -4,7 +4,7 @@
 // server's refusals come back as the SDK's error classes with their codes.
 
 import assert from "node:assert/strict";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, test } from "node:test";
 import type { z } from "zod";
@@ -23,6 +23,7 @@ import type { ModelCreate } from "../server/judges/spec.ts";
 import type { Secret as ServerSecret } from "../server/secrets/secrets.ts";
 import { FakeOpenAI } from "./support/fake-openai.ts";
 import { startServer, type TestServer, testPostgres } from "./support/helpers.ts";
+import { RecordingRewards } from "./support/recording-rewards.ts";
 
 // the SDK's types and the server's schemas are one shape: tsc fails here when they drift
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -31,35 +32,10 @@ const modelParamsAgree: Same<keyof CreateModelParams, keyof z.input<typeof Model
 const endpointParamsAgree: Same<keyof CreateExternalEndpointParams, "key" | "description" | keyof z.input<typeof EndpointCreate>> = true;
 void [secretAgrees, modelParamsAgree, endpointParamsAgree]; // compile-time checks only
 
-/** A reward server on loopback that records the headers of every call. */
-class RewardServer {
-  readonly headers: IncomingHttpHeaders[] = [];
-  private server?: Server;
-  url = "";
-  async start(): Promise<this> {
-    this.server = createServer(async (req, res) => {
-      let text = "";
-      for await (const chunk of req) text += chunk;
-      this.headers.push(req.headers);
-      if (req.url === "/info") return void res.end(JSON.stringify({ version: "1", name: "rm", description: "test" }));
-      if (req.url === "/metadata_schema") return void res.writeHead(404).end();
-      const body = JSON.parse(text || "{}") as { requests?: Array<{ id?: string }> };
-      res.end(JSON.stringify({ responses: (body.requests ?? []).map((q) => ({ reward: 1, metadata: {}, id: q.id })) }));
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-  async close() {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
-
 let s: TestServer;
 let client: Gradebox;
 let fake: FakeOpenAI;
-let rewards: RewardServer;
+let rewards: RecordingRewards;
 const thread = {
   turns: [
     { role: "user" as const, content: "Is the sky blue?" },
@@ -69,7 +45,7 @@ const thread = {
 
 before(async () => {
   fake = await new FakeOpenAI().start();
-  rewards = await new RewardServer().start();
+  rewards = await new RecordingRewards().start();
   s = await startServer({
     listen: true,
     env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32", ...(testPostgres ? { GRADEBOX_SECRETS_KEY: "cd".repeat(32) } : {}) },

@@ -5,7 +5,6 @@
 
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, test } from "node:test";
@@ -13,9 +12,10 @@ import Database from "better-sqlite3";
 import { migrations } from "../server/db/migrate.ts";
 import { FakeOpenAI } from "./support/fake-openai.ts";
 import { call, startServer, type TestServer, testPostgres } from "./support/helpers.ts";
+import { RecordingRewards } from "./support/recording-rewards.ts";
 
 let fake: FakeOpenAI;
-let rewards: RewardServer;
+let rewards: RecordingRewards;
 let s: TestServer;
 const VICTIM = "/v1/projects/victim";
 const ATTACKER = "/v1/projects/attacker";
@@ -25,32 +25,6 @@ const qa = {
     { role: "assistant", content: "Yes." },
   ],
 };
-
-/** A reward server that records the headers of every call. */
-class RewardServer {
-  readonly headers: IncomingHttpHeaders[] = [];
-  private server?: Server;
-  url = "";
-  async start(): Promise<this> {
-    this.server = createServer(async (req, res) => {
-      let text = "";
-      for await (const chunk of req) text += chunk;
-      this.headers.push(req.headers);
-      if (req.url === "/info") return void res.end(JSON.stringify({ version: "1", name: "rm", description: "test" }));
-      if (req.url === "/metadata_schema") return void res.writeHead(404).end();
-      const body = JSON.parse(text || "{}") as { requests?: Array<{ id?: string }> };
-      res.end(JSON.stringify({ responses: (body.requests ?? []).map((q) => ({ reward: 1, metadata: {}, id: q.id })) }));
-    });
-    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
-    const address = this.server.address();
-    if (address && typeof address === "object") this.url = `http://127.0.0.1:${address.port}`;
-    return this;
-  }
-  async close() {
-    this.server?.closeAllConnections();
-    await new Promise((resolve) => this.server?.close(resolve));
-  }
-}
 
 async function model(prefix: string, key: string, extra: Record<string, unknown>, baseURL = fake.url) {
   return call(s.app, "POST", `${prefix}/models`, { key, baseURL, model: "judge-1", timeoutMs: 2000, ...extra });
@@ -63,7 +37,7 @@ const grade = (prefix: string, key: string) => call(s.app, "POST", `${prefix}/gr
 
 before(async () => {
   fake = await new FakeOpenAI().start();
-  rewards = await new RewardServer().start();
+  rewards = await new RecordingRewards().start();
   process.env.GRADEBOX_SECRET_VICTIM_KEY = "sk-victim-env-value";
   process.env.GRADEBOX_SECRET_SHARED = "shared-env-value";
   s = await startServer({
