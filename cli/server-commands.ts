@@ -54,7 +54,9 @@ export function addServerCommands(program: Command): void {
       const argv = import.meta.url.endsWith(".js")
         ? [new URL("../server/main.js", import.meta.url).pathname]
         : ["--import", import.meta.resolve("tsx"), new URL("../server/main.ts", import.meta.url).pathname];
-      const child = spawn(process.execPath, ["--no-node-snapshot", ...argv], { stdio: "inherit" });
+      // glibc gives large freed buffers back to the OS only with a fixed mmap threshold (docs/security.md)
+      const env = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072", ...process.env };
+      const child = spawn(process.execPath, ["--no-node-snapshot", ...argv], { stdio: "inherit", env });
       for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
       child.on("exit", (code) => process.exit(code ?? 1));
     });

@@ -137,7 +137,8 @@ export async function spawnServer(env: Record<string, string>): Promise<SpawnedS
   const port = await freePort();
   const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
     cwd: repoRoot,
-    env: { ...process.env, GRADEBOX_PORT: String(port), ...env },
+    // as make run, the image and gradebox serve start it
+    env: { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072", ...process.env, GRADEBOX_PORT: String(port), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let logs = "";
