@@ -254,7 +254,7 @@ export class Secrets {
     const key = "secret" in ref ? `${project}\0secret\0${ref.secret}` : `${project}\0env\0${ref.env}`;
     let entry = this.cache.get(key);
     if (!entry) {
-      entry = this.load(project, ref, host);
+      entry = this.load(project, ref);
       this.cache.set(key, entry);
       entry.catch(() => this.cache.delete(key));
     }
@@ -263,7 +263,7 @@ export class Secrets {
       // set again since it was bound: the first call binds it, as registration would
       this.cache.delete(key);
       await this.bindOrRead(project, ref, host);
-      found = await this.load(project, ref, host);
+      found = await this.load(project, ref);
     }
     if (!found) {
       throw new SecretUnavailable(
@@ -275,7 +275,7 @@ export class Secrets {
     return found.value;
   }
 
-  private async load(project: string, ref: SecretRef, _host: string): Promise<{ value: string; host: string | null } | undefined> {
+  private async load(project: string, ref: SecretRef): Promise<{ value: string; host: string | null } | undefined> {
     if ("secret" in ref) {
       const row = await this.db.get<Row>(SQL.get, [project, ref.secret]);
       if (!row) return undefined;
