@@ -8,11 +8,12 @@
 // Each mode forks RUNS workers one after another per role and prints the medians.
 //   node --import tsx bench/worker-start.ts [runs] [compiled tree, default dist/app]
 
-import { execFileSync, fork } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { fork } from "node:child_process";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { LIMITS_ENV, ROLE_ENV } from "../sandbox/protocol/requests.ts";
+import { cpuUs, descendantPids, statusKb } from "./proc.ts";
 
 const RUNS = Number(process.argv[2] ?? 9);
 const compiledTree = resolve(process.argv[3] ?? "dist/app");
@@ -27,27 +28,6 @@ const modes = {
   },
   compiled: { entry: pathToFileURL(`${compiledTree}/sandbox/worker/worker.js`), execArgv: COMMON },
 };
-
-/** CPU time (user + system, all threads) a process has used, in ms; 10 ms resolution. Less at the mercy of a busy machine than wall time. */
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-/** Resident kB of a process (VmRSS). */
-const rssKb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-const children = (pid: number): number[] => {
-  try {
-    return execFileSync("pgrep", ["-P", String(pid)])
-      .toString()
-      .trim()
-      .split("\n")
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-};
-const tree = (pid: number): number[] => children(pid).flatMap((c) => [c, ...tree(c)]);
 
 async function once(mode: keyof typeof modes, role: string) {
   const { entry, execArgv } = modes[mode];
@@ -64,9 +44,9 @@ async function once(mode: keyof typeof modes, role: string) {
   });
   const ms = performance.now() - started;
   const pid = child.pid as number;
-  const cpu = cpuMs(pid);
-  const own = rssKb(pid);
-  const withChildren = own + tree(pid).reduce((sum, p) => sum + rssKb(p), 0);
+  const cpu = cpuUs(pid) / 1000;
+  const own = statusKb(pid, "VmRSS");
+  const withChildren = own + descendantPids(pid).reduce((sum, p) => sum + statusKb(p, "VmRSS"), 0);
   const exited = new Promise((done) => child.once("exit", done));
   child.disconnect();
   await exited;
