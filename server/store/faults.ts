@@ -30,7 +30,7 @@ export class FaultStore {
     this.graders = graders;
   }
 
-  /** Records a grader's fault (it took its worker down, or its judge template went over budget); the third time in the window quarantines it (on every node). */
+  /** Records a grader's fault (it took its worker down, or its judge template or endpoint schema check went over budget); the third time in the window quarantines it (on every node). */
   record(graderId: string, reason: string): Promise<boolean> {
     return this.db.tx(async (q, publish) => {
       const now = new Date();
