@@ -5,7 +5,7 @@ import type { EventEmitter } from "node:events";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { EngineLimits, GraderCode } from "../protocol/requests.ts";
-import type { GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 
 export interface PoolOptions {
   /** grading workers */
@@ -33,7 +33,12 @@ export interface Sandbox extends Pick<EventEmitter, "on" | "off"> {
   /** Grades threads in order; never rejects for a grader's fault. */
   gradeBatch(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]>;
   /** The five checks (and the sample thread unless `mock` is false), then `threads` graded like any batch of the project. */
-  validate(project: string, source: string, threads?: readonly WireThread[], options?: { mock?: boolean }): Promise<ValidationResult>;
+  validate(
+    project: string,
+    source: string,
+    threads?: readonly WireThread[],
+    options?: { mock?: boolean; language?: Language },
+  ): Promise<ValidationResult>;
   /** Disposes these graders' warm isolates in every worker (a delete or a replacement). */
   forget(ids: string[]): void;
   stats(): Promise<WorkerStats[]>;

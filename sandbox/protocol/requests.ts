@@ -2,6 +2,7 @@
 // settings it starts one with. The other direction is replies.ts. Types and constants only: both
 // sides import this file, so it holds nothing that runs on either.
 
+import type { Language } from "../validate/checks.ts";
 import type { PackedBatch } from "./batch.ts";
 
 export interface EngineLimits {
@@ -19,6 +20,8 @@ export interface GraderCode {
   id: string;
   /** the project the grader belongs to (scheduling and blame are per project) */
   project: string;
+  /** what `compiled` is: bundled JavaScript (typescript, the default) or the Python source as checked */
+  language?: Language;
   compiled: string;
 }
 
@@ -37,7 +40,7 @@ export type WorkerRequest =
   /** grade `batch` from item `from` on, for one slice (the reply may carry `retire` and `fault`: see SliceResult) */
   | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
   /** `mock`: grade the built-in sample thread (test_run without samples of the grader's own) */
-  | { id: number; op: "validate"; source: string; mock: boolean }
+  | { id: number; op: "validate"; source: string; mock: boolean; language?: Language }
   | { id: number; op: "stats" };
 
 /** Not a request: handled when it arrives, answered by nothing. */

@@ -13,6 +13,10 @@ export interface CheckFailure {
   column?: number;
 }
 
+/** The languages a function grader is written in; a grader's versions all share one. */
+export const LANGUAGES = ["typescript", "python"] as const;
+export type Language = (typeof LANGUAGES)[number];
+
 /** Module names a grader may import values from; each is bundled or provided by the prelude. */
 export const IMPORT_ALLOW_LIST = ["gradebox", "gradebox/graders"] as const;
 
