@@ -13,7 +13,7 @@ export interface CheckFailure {
   column?: number;
 }
 
-/** The languages a function grader is written in; a grader's versions all share one. */
+/** The languages a function grader is written in (each version records its own). */
 export const LANGUAGES = ["typescript", "python"] as const;
 export type Language = (typeof LANGUAGES)[number];
 
