@@ -1,0 +1,215 @@
+"""The runtime's interface to a Python grader inside the sandbox: check, load, grade.
+
+    check(source) -> str            JSON {"ok": true, "warnings": [...]} or
+                                    {"ok": false, "failure": {"check", "message", "line"?, "column"?}}
+    load(source) -> str             "" when grade is ready, else JSON {"message", "line"?, "column"?}
+    grade(turns_json, metadata_json) -> float | str
+                                    a float (a plain score), or JSON: a result {"score", "reason"?,
+                                    "metadata"?, "subscores"?} or {"error": {"code", "message",
+                                    "line"?, "column"?}}
+
+Positions are 1-based, in the user's source (compiled as "grader.py"). grade drives the
+coroutine itself, without an event loop: it sends None until the coroutine returns. A coroutine
+that yields anything but None (an asyncio future or task) is waiting for an event loop that does
+not exist, so it can never complete: that is a GRADER_ERROR. KeyboardInterrupt is never caught:
+it is how the runtime may interrupt a grader past its time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from typing import Any, Callable, Optional, Union
+
+from ._result import MAX_POSITION, a_type, convert, describe_exception, error_json
+from .thread import StringThread
+
+FILENAME = "grader.py"
+MODULE_NAME = "grader"
+
+_loads = json.loads
+_dumps = json.dumps
+_adopt = StringThread._adopt
+_coroutine = types.CoroutineType
+
+# the loaded grader: its grade function and its source's lines (for columns)
+_grade: Optional[Callable[[StringThread], Any]] = None
+_lines: list[str] = []
+# the last source that passed check(), and its code: load() of the same source skips a compile
+_checked: tuple[str, Any] = ("", None)
+
+NO_LOOP = (
+    "graders run without an event loop (no timers, tasks or network): await coroutines and asyncio.sleep(0) only, "
+    "one after another (gradebox.graders.combine and gradebox.gather do this for you)"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# check
+
+
+def check(source: str) -> str:
+    """Checks 1-3 (syntax, structure, signature) without running the source."""
+    global _checked
+    from . import _checks  # the ast module is loaded only where validations run
+
+    failure, warnings, code = _checks.check(source)
+    if failure is not None:
+        return _dumps({"ok": False, "failure": failure})
+    _checked = (source, code)
+    return _dumps({"ok": True, "warnings": warnings})
+
+
+# ---------------------------------------------------------------------------------------------
+# positions
+
+
+def _column(line: int, byte_col: Optional[int]) -> int:
+    if byte_col is None:
+        return 0
+    if 0 < line <= len(_lines):
+        text = _lines[line - 1]
+        if not text.isascii():
+            return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace")) + 1
+    return byte_col + 1
+
+
+def _position(error: BaseException) -> tuple[int, int]:
+    """(line, column) of the innermost frame in the grader's source; (0, 0) when none."""
+    if isinstance(error, SyntaxError) and error.filename == FILENAME and error.lineno:
+        return error.lineno, error.offset or 0
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return 0, 0
+    line = found.tb_lineno or 0
+    column = 0
+    try:
+        positions = found.tb_frame.f_code.co_positions()
+        index = found.tb_lasti // 2
+        for i, position in enumerate(positions):
+            if i == index:
+                if position[0] == line and position[2] is not None:
+                    column = _column(line, position[2])
+                break
+    except (AttributeError, ValueError):
+        pass
+    if not 0 < line <= MAX_POSITION:
+        return 0, 0
+    return line, column
+
+
+def _thrown(error: BaseException) -> str:
+    line, column = _position(error)
+    if isinstance(error, MemoryError):
+        return error_json("GRADER_MEMORY_LIMIT", "the grader ran out of memory (MemoryError)", line, column)
+    message = describe_exception(error)
+    if type(error) is RuntimeError and "no running event loop" in message:
+        message = f"{message}: {NO_LOOP}"
+    return error_json("GRADER_ERROR", message, line, column)
+
+
+# ---------------------------------------------------------------------------------------------
+# load
+
+
+def load(source: str) -> str:
+    """Runs the module body in a fresh module; "" when `grade` is ready, else why not (JSON)."""
+    global _grade, _lines, _checked
+    _grade = None
+    _lines = source.splitlines()
+    cached_source, code = _checked
+    _checked = ("", None)
+    if code is None or cached_source != source:
+        try:
+            code = compile(source, FILENAME, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            from . import _checks
+
+            failure = _checks.syntax(source)
+            if isinstance(failure, dict):
+                message = failure["message"]
+                if not message.startswith(("IndentationError:", "TabError:")):
+                    message = f"SyntaxError: {message}"
+                return _load_failure(message, failure.get("line", 0), failure.get("column", 0))
+            return _load_failure(describe_exception(error))
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = FILENAME
+    # StringThread is there without an import, as in the TypeScript sandbox: Adaptive's examples
+    # annotate with it without importing it
+    module.StringThread = StringThread  # type: ignore[attr-defined]
+    sys.modules[MODULE_NAME] = module
+    try:
+        exec(code, module.__dict__)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        line, column = _position(error)
+        return _load_failure(describe_exception(error), line, column)
+    candidate = module.__dict__.get("grade")
+    if not callable(candidate):
+        what = "missing" if candidate is None else a_type(candidate)
+        return _load_failure(f"TypeError: grade is not callable after the module ran (it is {what})")
+    _grade = candidate
+    return ""
+
+
+def _load_failure(message: str, line: int = 0, column: int = 0) -> str:
+    out: dict[str, Any] = {"message": message}
+    if 0 < line <= MAX_POSITION:
+        out["line"] = line
+        if 0 < column <= MAX_POSITION:
+            out["column"] = column
+    return _dumps(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# grade
+
+
+class _Pending(Exception):
+    """The coroutine yielded to an event loop: it can never complete here."""
+
+
+def _drive(coro: Any) -> Any:
+    send = coro.send
+    try:
+        while True:
+            waiting = send(None)
+            if waiting is not None:
+                break
+    except StopIteration as stop:
+        return stop.value
+    try:
+        coro.close()
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        pass
+    raise _Pending(a_type(waiting))
+
+
+def grade(turns_json: str, metadata_json: str) -> Union[float, str]:
+    """Grades one thread with the loaded grader: a float, or JSON (a result or an error)."""
+    fn = _grade
+    if fn is None:
+        return error_json("GRADER_ERROR", "no grader is loaded (load(source) did not succeed)")
+    thread = _adopt(_loads(turns_json), {} if metadata_json == "{}" else _loads(metadata_json))
+    try:
+        result = fn(thread)
+        if type(result) is _coroutine:
+            result = _drive(result)
+    except _Pending as pending:
+        return error_json("GRADER_ERROR", f"grade awaited {pending} that can never complete: {NO_LOOP}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        return _thrown(error)
+    if type(result) is float and result - result == 0.0:
+        return result
+    return convert(result)
