@@ -109,7 +109,9 @@ def _thrown(error: BaseException) -> str:
     if isinstance(error, MemoryError):
         return error_json("GRADER_MEMORY_LIMIT", "the grader ran out of memory (MemoryError)", line, column)
     message = describe_exception(error)
-    if type(error) is RuntimeError and "no running event loop" in message:
+    # asyncio's words for "no loop" vary by version: "no running event loop", "There is no
+    # current event loop in thread ..."
+    if type(error) is RuntimeError and "event loop" in message:
         message = f"{message}: {NO_LOOP}"
     return error_json("GRADER_ERROR", message, line, column)
 
