@@ -1,4 +1,4 @@
-// A function grader's language through the HTTP API, against the real server: absent is
+// A function grader's language through the HTTP API and the SDK, against the real server: absent is
 // typescript on a create and a validate and the current version's on an update; every grader and
 // version shows its own; a bad one is a 400 naming the choices; the OpenAPI document has the
 // enum. A Python grader is put in the store directly here (checking Python needs the runtime,
@@ -7,7 +7,7 @@
 // Python.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -16,6 +16,7 @@ import { VALIDATION_ID } from "../sandbox/host/tasks.ts";
 import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { Language } from "../sandbox/validate/checks.ts";
 import { MAX_NESTING } from "../sandbox/validate/source-bounds.ts";
+import { Gradebox, languageOfFile } from "../sdk/index.ts";
 import type { OpenAPIDocument } from "../server/openapi.ts";
 import { Store } from "../server/store.ts";
 import { call, startServer, type TestServer, testPostgres, thread } from "./support/helpers.ts";
@@ -28,7 +29,7 @@ let s: TestServer;
 /** what the sandbox was asked to run, in order: the language each call named */
 const seen: Array<{ op: "grade" | "validate"; id?: string; language: Language | undefined }> = [];
 before(async () => {
-  s = await startServer();
+  s = await startServer({ listen: true });
   const { pool } = s;
   const gradeBatch = pool.gradeBatch.bind(pool);
   const validate = pool.validate.bind(pool);
@@ -191,6 +192,44 @@ describe("what the sandbox is told", () => {
       assert.deepEqual([res.status, res.body.code], [413, "SOURCE_TOO_LARGE"]);
     }
   });
+});
+
+test("the SDK: a .py file is python, a .ts file and fn typescript, source the server's default; `language` wins; fn cannot be Python", async () => {
+  const client = new Gradebox({ baseURL: s.url, project: "lang", apiKey: await s.keyFor("lang") });
+  const dir = mkdtempSync(join(tmpdir(), "gradebox-sdk-lang-"));
+  try {
+    const py = join(dir, "grade.py");
+    const ts = join(dir, "grade.ts");
+    writeFileSync(py, PY);
+    writeFileSync(ts, TS);
+    seen.length = 0;
+    // a Python source's verdict needs the runtime: what matters here is the language the sandbox was told
+    const settled = (p: Promise<unknown>) => p.catch((error: unknown) => error);
+    await settled(client.graders.validate({ file: py }));
+    await settled(client.graders.validate({ file: ts }));
+    await settled(client.graders.validate({ fn: async () => 1 }));
+    await settled(client.graders.validate({ source: TS }));
+    await settled(client.graders.validate({ file: ts, language: "python" }));
+    assert.deepEqual(
+      seen.map((c) => c.language),
+      ["python", "typescript", "typescript", "typescript", "python"],
+    );
+    await assert.rejects(client.graders.validate({ fn: async () => 1, language: "python" }), /fn is a JavaScript function, not python/);
+    const created = await client.graders.create.function({ key: "from-file", file: ts });
+    assert.equal(created.language, "typescript");
+    const updated = await client.graders.update({ graderKey: "from-file", source: "async function grade(t) { return 0 }" });
+    assert.deepEqual([updated.version, updated.language], [2, "typescript"]);
+    assert.deepEqual(["a.py", "b.PY", "c.ts", "d.mjs", "e.txt", "py"].map(languageOfFile), [
+      "python",
+      "python",
+      "typescript",
+      "typescript",
+      undefined,
+      undefined,
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("the OpenAPI document names the Language enum, used by the create, update and validate bodies and by Grader and GraderVersion", async () => {
