@@ -3,13 +3,16 @@
 // are added by server-commands.ts), so it can be bundled into a package of its own
 // (client-main.ts is that package's entry point).
 
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { createTwoFilesPatch } from "diff";
 import {
   ConflictError,
   GraderRuntimeError,
   type GraderWithSource,
   type JudgeDefinition,
+  LANGUAGES,
+  type Language,
+  languageOfFile,
   type Sample,
   type UpdateResult,
   type WireThread,
@@ -77,6 +80,17 @@ async function readJsonl(path: string): Promise<unknown[]> {
     .map(([l, i]) => parseJson(l, `${path} line ${i + 1}`));
 }
 
+/** --language: forces a grader file's language; absent, its name says (.py: python, .ts/.js: typescript). */
+const languageOption = () =>
+  new Option("--language <language>", "the file's language (default: from its name: .py is python, .ts and .js typescript)").choices(
+    LANGUAGES,
+  );
+
+/** The language to send for a grader file: --language, else what its name says, else none (the server's default). */
+const languageFor = (file: string, opts: { language?: Language }) => opts.language ?? languageOfFile(file);
+
+type PushOptions = ApiOptions & { key: string; language?: Language; description?: string; samples?: string; dryRun?: boolean };
+
 /**
  * The gradebox program with every client command (all but serve and keys). Settings that
  * subcommands must share live in GradeboxCommand, so commands added later get them too.
@@ -93,24 +107,27 @@ export function clientProgram(): Command {
   const api = (name: string, description: string): Command => withApiOptions(program.command(name).description(description));
 
   api("push", "validate a grader file and store it: creates the grader, or a new version when the key exists")
-    .argument("<file>", "a .ts or .js file with an async grade(thread) function")
+    .argument("<file>", "a .ts or .js file with an async grade(thread) function, or a .py file with an async def grade(thread)")
     .requiredOption("-k, --key <key>", "the grader key")
+    .addOption(languageOption())
     .option("-d, --description <text>", "what it scores (on an update, absent keeps the current one)")
     .option("-s, --samples <jsonl>", "sample threads the grader carries, one {thread, expected?} per line (test_run grades them)")
     .option("--dry-run", "for an existing key: check the new source and report how the samples' scores change, store nothing")
-    .action(async (file: string, opts: ApiOptions & { key: string; description?: string; samples?: string; dryRun?: boolean }) => {
+    .action(async (file: string, opts: PushOptions) => {
       const source = await readInput(file);
+      const language = languageFor(file, opts);
       const samples = opts.samples ? ((await readJsonl(opts.samples)) as Sample[]) : undefined;
       await run(
         opts,
         async () => {
           const graders = client(opts).graders;
-          const update = () => graders.update({ graderKey: opts.key, source, description: opts.description, samples, dryRun: opts.dryRun });
+          const update = () =>
+            graders.update({ graderKey: opts.key, source, language, description: opts.description, samples, dryRun: opts.dryRun });
           let result: GraderWithSource & Partial<UpdateResult>;
           let created = false;
           if (opts.dryRun) result = await update();
           else {
-            result = await graders.create.function({ key: opts.key, source, description: opts.description ?? "", samples }).then(
+            result = await graders.create.function({ key: opts.key, source, language, description: opts.description ?? "", samples }).then(
               (g) => {
                 created = true;
                 return g;
@@ -122,9 +139,9 @@ export function clientProgram(): Command {
             );
           }
           if (opts.json) return printJson(result);
-          if (created) console.log(`✓ created ${result.key} (version 1)`);
+          if (created) console.log(`✓ created ${result.key} (version 1) in ${result.language}`);
           else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
-          else console.log(`✓ updated ${result.key} to version ${result.version}`);
+          else console.log(`✓ updated ${result.key} to version ${result.version} in ${result.language}`);
           for (const w of result.warnings) console.log(`  warning: ${w}`);
           const report = result.report;
           if (report && report.samples > 0) {
@@ -145,7 +162,9 @@ export function clientProgram(): Command {
         if (opts.json) return printJson(versions);
         for (const v of versions) {
           const mark = v.version === current.version ? "*" : " ";
-          console.log(`${mark} ${String(v.version).padStart(4)}  ${v.createdAt}  ${v.sourceSha256.slice(0, 12)}  ${v.description}`);
+          console.log(
+            `${mark} ${String(v.version).padStart(4)}  ${v.createdAt}  ${v.sourceSha256.slice(0, 12)}  ${v.language.padEnd(10)}  ${v.description}`,
+          );
         }
       }),
     );
@@ -170,15 +189,17 @@ export function clientProgram(): Command {
     );
 
   api("test", "run the five checks on a file and grade sample threads, without saving")
-    .argument("<file>", "a .ts or .js grader file")
+    .argument("<file>", "a .ts, .js or .py grader file")
+    .addOption(languageOption())
     .option("-t, --threads <jsonl>", "threads to grade, one JSON thread per line")
-    .action(async (file: string, opts: ApiOptions & { threads?: string }) => {
+    .action(async (file: string, opts: ApiOptions & { language?: Language; threads?: string }) => {
       const source = await readInput(file);
+      const language = languageFor(file, opts);
       const threads = opts.threads ? ((await readJsonl(opts.threads)) as WireThread[]) : undefined;
       await run(
         opts,
         async () => {
-          const res = await client(opts).graders.validate({ source, threads });
+          const res = await client(opts).graders.validate({ source, language, threads });
           if (opts.json) return printJson(res);
           console.log("✓ all five checks passed");
           for (const w of res.warnings) console.log(`  warning: ${w}`);
@@ -201,7 +222,7 @@ export function clientProgram(): Command {
       if (graders.length === 0) return console.log("no graders");
       for (const g of graders) {
         const flags = [g.locked ? "locked" : "", g.quarantinedAt ? "quarantined" : ""].filter(Boolean).join(",");
-        console.log(`${g.key.padEnd(28)} ${g.kind.padEnd(9)} ${flags.padEnd(12)} ${g.description}`);
+        console.log(`${g.key.padEnd(28)} ${g.kind.padEnd(9)} ${(g.language ?? "").padEnd(10)} ${flags.padEnd(12)} ${g.description}`);
       }
     }),
   );
@@ -213,7 +234,7 @@ export function clientProgram(): Command {
         const g = await client(opts).graders.get({ graderKey: key });
         if (opts.json) return printJson(g);
         console.log(
-          `${g.key} (${g.kind}, version ${g.version}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`,
+          `${g.key} (${g.kind}${g.language ? `, ${g.language}` : ""}, version ${g.version}${g.locked ? ", locked" : ""}${g.quarantinedAt ? ", quarantined" : ""})  ${g.description}`,
         );
         for (const w of g.warnings) console.log(`warning: ${w}`);
         if (g.parts) {

@@ -2,10 +2,15 @@
 
 import hljs from "highlight.js/lib/core";
 import handlebars from "highlight.js/lib/languages/handlebars";
+import python from "highlight.js/lib/languages/python";
 import typescript from "highlight.js/lib/languages/typescript";
 
 hljs.registerLanguage("typescript", typescript);
+hljs.registerLanguage("python", python);
 hljs.registerLanguage("handlebars", handlebars);
+
+/** What the console highlights: a function grader's language, or a judge's template. */
+export type Highlighted = "typescript" | "python" | "handlebars";
 
 export const $ = <T extends HTMLElement = HTMLElement>(sel: string) => document.querySelector(sel) as T;
 /** The value of an input, textarea or select. */
@@ -71,7 +76,7 @@ export function numberCell(x: unknown): HTMLTableCellElement {
 }
 
 /** Highlighted source (hljs escapes it), one span per line so a failing line can be marked. */
-export function renderSource(target: HTMLElement, source: string, errorLine?: number, language = "typescript"): void {
+export function renderSource(target: HTMLElement, source: string, errorLine?: number, language: Highlighted = "typescript"): void {
   const html = hljs.highlight(source, { language }).value;
   target.innerHTML = html
     .split("\n")
@@ -80,7 +85,7 @@ export function renderSource(target: HTMLElement, source: string, errorLine?: nu
 }
 
 /** Highlighted source in a block of its own: `<pre><code class="hljs">`. */
-export function sourceBlock(source: string, errorLine?: number, language = "typescript"): HTMLPreElement {
+export function sourceBlock(source: string, errorLine?: number, language: Highlighted = "typescript"): HTMLPreElement {
   const pre = el("pre");
   const code = el("code", "", "hljs");
   pre.append(code);

@@ -2,7 +2,7 @@
 // and an error where it happened (a panel's box, under a table row, on an editor's line).
 
 import { APIConnectionError, APIError, AuthenticationError, GraderValidationError } from "../sdk/index.ts";
-import { $, el, sourceBlock } from "./dom.ts";
+import { $, el, type Highlighted, sourceBlock } from "./dom.ts";
 
 /** whether the header's status line holds a notice (green) rather than a page-wide error */
 let statusIsNotice = false;
@@ -110,7 +110,7 @@ export function showError(
   box: HTMLElement,
   error: unknown,
   source?: string,
-  language: "typescript" | "handlebars" = "typescript",
+  language: Highlighted = "typescript",
   refused?: Refusable,
 ): void {
   fail(error, inBox(box), "", refused);

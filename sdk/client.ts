@@ -2,7 +2,7 @@
 // repeat is safe (backoff with jitter, honouring retry-after), and typed errors.
 
 import { APIConnectionError, APITimeoutError, APIUserAbortError, errorFromResponse, GradeboxError, NotFoundError } from "./errors.ts";
-import { functionSource } from "./source.ts";
+import { functionSource, languageOfFile } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
 import type {
@@ -32,7 +32,7 @@ import type {
   UpdateResult,
   ValidateResponse,
 } from "./types.ts";
-import type { RequestBody } from "./wire.ts";
+import type { Language, RequestBody } from "./wire.ts";
 
 export interface ClientOptions {
   /** default: GRADEBOX_URL, else http://127.0.0.1:8787 */
@@ -94,12 +94,24 @@ const samplesBody = (samples: Sample[] | undefined) =>
     ? {}
     : { samples: samples.map(({ thread, expected }) => ({ thread: toWire(thread), ...(expected === undefined ? {} : { expected }) })) };
 
-async function readSource(input: GraderSourceInput): Promise<string> {
+/**
+ * The source to send, and its language: `language` when given, else what `file`'s name says
+ * (`.py`: python), else typescript for `fn` (a JavaScript function); for `source`, none is sent
+ * (the server's default: typescript on a create, the current version's on an update).
+ */
+async function readSource(input: GraderSourceInput & { language?: Language }): Promise<{ source: string; language?: Language }> {
   const given = [input.fn, input.source, input.file].filter((v) => v !== undefined).length;
   if (given !== 1) throw new GradeboxError("pass exactly one of fn, source or file");
-  if (input.fn !== undefined) return functionSource(input.fn);
-  if (input.source !== undefined) return input.source;
-  return (await import("./node.ts")).readTextFile(input.file as string);
+  const language =
+    input.language ?? (input.file !== undefined ? languageOfFile(input.file) : input.fn !== undefined ? "typescript" : undefined);
+  if (input.fn !== undefined) {
+    if (language !== "typescript") {
+      throw new GradeboxError(`fn is a JavaScript function, not ${language} source: pass a ${language} grader as \`source\` or \`file\``);
+    }
+    return { source: functionSource(input.fn), language };
+  }
+  const source = input.source ?? (await (await import("./node.ts")).readTextFile(input.file as string));
+  return language === undefined ? { source } : { source, language };
 }
 
 export class Gradebox {
@@ -293,8 +305,8 @@ export class Graders {
       this.client.request<GraderWithSource>("POST", this.path(suffix), { body, retry: false, options });
     this.create = {
       function: async (params, options) => {
-        const source = await readSource(params);
-        const body = { key: params.key, source, description: params.description ?? "", ...samplesBody(params.samples) };
+        const code = await readSource(params);
+        const body = { key: params.key, ...code, description: params.description ?? "", ...samplesBody(params.samples) };
         return post("", body satisfies RequestBody<"graders.create.function">, options);
       },
       combined: (params, options) =>
@@ -323,11 +335,14 @@ export class Graders {
     return this.path(`/${encodeURIComponent(graderKey)}${suffix}`);
   }
 
-  /** Runs the five checks without saving; grades `threads` too when given. */
-  async validate(params: GraderSourceInput & { threads?: ThreadInput[] }, options?: RequestOptions): Promise<ValidateResponse> {
-    const source = await readSource(params);
+  /** Runs the five checks of the source's language without saving; grades `threads` too when given. */
+  async validate(
+    params: GraderSourceInput & { language?: Language; threads?: ThreadInput[] },
+    options?: RequestOptions,
+  ): Promise<ValidateResponse> {
+    const code = await readSource(params);
     return this.client.request("POST", this.path("/validate"), {
-      body: { source, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) } satisfies RequestBody<"graders.validate">,
+      body: { ...code, ...(params.threads ? { threads: params.threads.map(toWire) } : {}) } satisfies RequestBody<"graders.validate">,
       retry: true,
       options,
     });
@@ -446,10 +461,10 @@ export class Graders {
    * nothing changes when a check fails (BadRequest/ValidationError) or the grader is locked (ConflictError).
    */
   async update(params: UpdateFunctionParams, options?: RequestOptions): Promise<UpdateResult> {
-    const source = await readSource(params);
+    const code = await readSource(params);
     return this.client.request("PUT", this.keyPath(params.graderKey), {
       body: {
-        source,
+        ...code,
         ...(params.description === undefined ? {} : { description: params.description }),
         ...samplesBody(params.samples),
         ...(params.dryRun ? { dryRun: true } : {}),

@@ -3,6 +3,23 @@
 // these shapes and stores the entry point as `grade`.
 
 import { GradeboxError } from "./errors.ts";
+import type { Language } from "./wire.ts";
+
+/** Every language the server takes (sandbox/validate/checks.ts's LANGUAGES; the type below fails to compile if one is missing). */
+export const LANGUAGES = ["typescript", "python"] as const satisfies readonly Language[];
+type Missing = Exclude<Language, (typeof LANGUAGES)[number]>;
+export const ALL_LANGUAGES_LISTED: [Missing] extends [never] ? true : false = true;
+
+/** File name endings and the language they hold: how `file` (and `gradebox push`) infer it. */
+const EXTENSIONS: Array<[RegExp, Language]> = [
+  [/\.py$/i, "python"],
+  [/\.(ts|mts|cts|tsx|js|mjs|cjs|jsx)$/i, "typescript"],
+];
+
+/** The language a grader file's name says it holds; undefined for any other name (the server's default then applies). */
+export function languageOfFile(path: string): Language | undefined {
+  return EXTENSIONS.find(([pattern]) => pattern.test(path))?.[1];
+}
 
 export function functionSource(fn: unknown): string {
   if (typeof fn !== "function") throw new GradeboxError("fn must be a function");

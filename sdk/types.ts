@@ -9,6 +9,8 @@ import type { StringThread, WireThread } from "./thread.ts";
 import type * as Wire from "./wire.ts";
 
 export type CombineMode = Wire.CombineMode;
+/** What a function grader's source is written in: typescript (TypeScript or JavaScript) or python. */
+export type Language = Wire.Language;
 /** A grader, without its source or definition (`quarantinedAt` is set while it is quarantined; POST …/release lifts it). */
 export type Grader = Wire.Grader;
 /** One grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition. */
@@ -96,11 +98,16 @@ export type GraderSourceInput =
 export interface Sample extends Omit<Wire.SampleInput, "thread"> {
   thread: ThreadInput;
 }
-/** A function grader: its key, its source (as `fn`, `source` or `file`), and optionally its description and samples. */
+/**
+ * A function grader: its key, its source (as `fn`, `source` or `file`), and optionally its language,
+ * description and samples. `language` absent: a `.py` file is python, `fn` typescript, and `source`
+ * the server's default (typescript).
+ */
 export type CreateFunctionParams = GraderSourceInput &
   Omit<Wire.RequestBody<"graders.create.function">, "source" | "samples"> & { samples?: Sample[] };
 /**
- * A new source for a stored function grader; `description` keeps the current one when absent, `samples`
+ * A new source for a stored function grader; `language` as a create infers it (for `source`, absent keeps
+ * the current version's); `description` keeps the current one when absent, `samples`
  * replace the grader's (absent: keep them), `dryRun` checks and reports on the samples and stores nothing.
  */
 export type UpdateFunctionParams = GraderSourceInput &

@@ -104,7 +104,7 @@ export interface paths {
         put?: never;
         /**
          * Create a function grader
-         * @description Registers a function grader once five checks pass: syntax, structure, signature, execution, and test_run (which grades the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.
+         * @description Registers a function grader written in TypeScript/JavaScript or Python (`language`, default typescript) once five checks pass: syntax, structure, signature, execution, and test_run (which grades the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.
          */
         post: operations["graders.create.function"];
         delete?: never;
@@ -147,7 +147,7 @@ export interface paths {
         get: operations["graders.get"];
         /**
          * Update a function grader
-         * @description Checks a new source as a create does, then stores it as the next version and reports each sample whose score changes; `dryRun` checks and reports without storing. A locked grader answers 409 GRADER_LOCKED, a concurrent update 409 GRADER_CONFLICT (retry), another kind of grader 400.
+         * @description Checks a new source as a create does, then stores it as the next version and reports each sample whose score changes; `dryRun` checks and reports without storing. A version may change the language (`language`; absent keeps the current version's). A locked grader answers 409 GRADER_LOCKED, a concurrent update 409 GRADER_CONFLICT (retry), another kind of grader 400.
          */
         put: operations["graders.update"];
         post?: never;
@@ -312,7 +312,7 @@ export interface paths {
         put?: never;
         /**
          * Restore a version
-         * @description Stores an old version's source and description as the next version, after the checks and the samples report of an update: the current samples must pass (422 VALIDATION_FAILED otherwise). A locked grader answers 409 GRADER_LOCKED.
+         * @description Stores an old version's source, language and description as the next version, after the checks and the samples report of an update: the current samples must pass (422 VALIDATION_FAILED otherwise). A locked grader answers 409 GRADER_LOCKED.
          */
         post: operations["graders.versions.restore"];
         delete?: never;
@@ -767,6 +767,8 @@ export interface components {
             kind: "function" | "combined" | "judge" | "endpoint";
             /** @description the current version: every update stores a new one */
             version: number;
+            /** @description function graders: the language of the current version's source */
+            language?: components["schemas"]["Language"];
             /** @description combined graders: how the parts' scores combine */
             mode?: components["schemas"]["CombineMode"];
             /** @description free text given at creation or update */
@@ -799,6 +801,8 @@ export interface components {
             kind: "function" | "combined" | "judge" | "endpoint";
             /** @description the current version: every update stores a new one */
             version: number;
+            /** @description function graders: the language of the current version's source */
+            language?: components["schemas"]["Language"];
             /** @description combined graders: how the parts' scores combine */
             mode?: components["schemas"]["CombineMode"];
             /** @description free text given at creation or update */
@@ -837,6 +841,8 @@ export interface components {
         GraderVersion: {
             /** @description the version number, from 1 */
             version: number;
+            /** @description the language of the version's source (each version records its own) */
+            language: components["schemas"]["Language"];
             /** @description the grader's description at that version */
             description: string;
             /** @description SHA-256 (hex) of the version's source */
@@ -850,6 +856,8 @@ export interface components {
         GraderVersionDetail: {
             /** @description the version number, from 1 */
             version: number;
+            /** @description the language of the version's source (each version records its own) */
+            language: components["schemas"]["Language"];
             /** @description the grader's description at that version */
             description: string;
             /** @description SHA-256 (hex) of the version's source */
@@ -881,6 +889,16 @@ export interface components {
         };
         /** @description a judge's definition, by type */
         JudgeSpec: components["schemas"]["BinaryJudge"] | components["schemas"]["PrebuiltJudge"] | components["schemas"]["RubricJudge"];
+        /**
+         * @description what a function grader's source is written in: typescript (TypeScript or JavaScript) or python
+         * @enum {string}
+         */
+        Language: "typescript" | "python";
+        /**
+         * @description what a function grader's source is written in: typescript (TypeScript or JavaScript) or python
+         * @enum {string}
+         */
+        LanguageInput: "typescript" | "python";
         /** @description the server's request limits: a client splits batches and checks inputs against them */
         Limits: {
             /** @description threads per grade-batch request (GRADEBOX_MAX_BATCH) */
@@ -1112,6 +1130,8 @@ export interface components {
             kind: "function" | "combined" | "judge" | "endpoint";
             /** @description the current version: every update stores a new one */
             version: number;
+            /** @description function graders: the language of the current version's source */
+            language?: components["schemas"]["Language"];
             /** @description combined graders: how the parts' scores combine */
             mode?: components["schemas"]["CombineMode"];
             /** @description free text given at creation or update */
@@ -1182,6 +1202,8 @@ export type GraderVersionDetail = components['schemas']['GraderVersionDetail'];
 export type GraderVersionList = components['schemas']['GraderVersionList'];
 export type JudgePrompt = components['schemas']['JudgePrompt'];
 export type JudgeSpec = components['schemas']['JudgeSpec'];
+export type Language = components['schemas']['Language'];
+export type LanguageInput = components['schemas']['LanguageInput'];
 export type Limits = components['schemas']['Limits'];
 export type Me = components['schemas']['Me'];
 export type Model = components['schemas']['Model'];
@@ -1343,14 +1365,15 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description a function grader: its key, its source and optional sample threads */
+        /** @description a function grader: its key, its source (and its language) and optional sample threads */
         requestBody: {
             content: {
                 "application/json": {
                     /** @description the new grader's key, unique in the project */
                     key: string;
-                    /** @description the grader's TypeScript or JavaScript source: an async grade(thread) function (64 KiB of UTF-8 at most) */
+                    /** @description the grader's source, in its `language`: TypeScript or JavaScript (`async function grade(thread)`) or Python (`async def grade(thread)`); 64 KiB of UTF-8 at most */
                     source: string;
+                    language?: components["schemas"]["LanguageInput"];
                     /**
                      * @description free text shown with the grader (at most 2000 characters)
                      * @default
@@ -1387,8 +1410,9 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description the grader's TypeScript or JavaScript source: an async grade(thread) function (64 KiB of UTF-8 at most) */
+                    /** @description the grader's source, in its `language`: TypeScript or JavaScript (`async function grade(thread)`) or Python (`async def grade(thread)`); 64 KiB of UTF-8 at most */
                     source: string;
+                    language?: components["schemas"]["LanguageInput"];
                     /** @description threads to grade with the source (at most maxBatchThreads): their results are returned */
                     threads?: components["schemas"]["ThreadInput"][];
                 };
@@ -1449,6 +1473,7 @@ export interface operations {
                 "application/json": {
                     /** @description the new source */
                     source: string;
+                    language?: components["schemas"]["LanguageInput"];
                     /** @description the new description; absent: keep the current one */
                     description?: string;
                     /** @description the new samples; absent: the current version's */

@@ -53,7 +53,10 @@ const grader = (key: string, kind: string, definition: string, extra: Record<str
   ...extra,
 });
 
-const FUNCTION = grader("exact-answer", "function", SOURCE, { description: "1 when the answer is metadata.expected" });
+const FUNCTION = grader("exact-answer", "function", SOURCE, {
+  language: "typescript",
+  description: "1 when the answer is metadata.expected",
+});
 const FUNCTION_DETAIL = { ...FUNCTION, source: SOURCE };
 const VERSION_2 = { ...FUNCTION, version: 2, sourceSha256: sha256(SOURCE_V2), updatedAt: LATER };
 const UPDATED = {
@@ -63,6 +66,7 @@ const UPDATED = {
 };
 const version = (n: number, source: string, createdAt: string) => ({
   version: n,
+  language: "typescript",
   description: FUNCTION.description,
   sourceSha256: sha256(source),
   warnings: [],
@@ -142,7 +146,13 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     },
   },
   "graders.create.function": {
-    request: { key: "exact-answer", source: SOURCE, description: FUNCTION.description, samples: [{ thread: THREAD, expected: 1 }] },
+    request: {
+      key: "exact-answer",
+      source: SOURCE,
+      language: "typescript",
+      description: FUNCTION.description,
+      samples: [{ thread: THREAD, expected: 1 }],
+    },
     responses: { 201: FUNCTION_DETAIL },
   },
   "graders.validate": {

@@ -69,12 +69,14 @@ export class Grading {
     const started = performance.now();
     // the hot path: a warm grader is read from this node's cache, not the database
     const row = await this.store.cache.grader(project, key);
-    let code = { id: sandboxId(row.id, row.version), project, compiled: row.compiled };
+    let code: GraderCode = { id: sandboxId(row.id, row.version), project, language: row.language, compiled: row.compiled };
     if (version !== undefined && version !== row.version) {
       if (row.kind !== "function") {
         throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
       }
-      code = { id: sandboxId(row.id, version), project, compiled: (await this.store.cache.version(row, version)).compiled };
+      // a pinned version runs in its own language, which may not be the current version's
+      const pinned = await this.store.cache.version(row, version);
+      code = { id: sandboxId(row.id, version), project, language: pinned.language, compiled: pinned.compiled };
     }
     let outcomes: GradeOutcome[];
     try {
@@ -119,6 +121,9 @@ export class Grading {
   private gradePart(project: string, part: ResolvedPart, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
     if (part.kind === "judge") return this.judges.grade(this.judgeTarget({ ...part, project, key: part.graderKey }), threads);
     if (part.kind === "endpoint") return this.endpoints.grade(this.endpointTarget({ ...part, project, key: part.graderKey }), threads);
-    return this.pool.gradeBatch({ id: sandboxId(part.id, part.version), project, compiled: part.compiled }, threads);
+    return this.pool.gradeBatch(
+      { id: sandboxId(part.id, part.version), project, language: part.language, compiled: part.compiled },
+      threads,
+    );
   }
 }

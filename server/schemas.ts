@@ -2,7 +2,7 @@
 // OpenAPI document (/docs/json) is generated from them: their .describe() texts are its descriptions.
 
 import { z } from "zod";
-import { CHECKS, GRADE_ERROR_CODES } from "../sandbox/validate/checks.ts";
+import { CHECKS, GRADE_ERROR_CODES, LANGUAGES } from "../sandbox/validate/checks.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
@@ -31,7 +31,13 @@ const noNul = (what: string) => [(s: string) => !s.includes("\u0000"), `${what} 
 export const Source = z
   .string()
   .refine(...noNul("source"))
-  .describe("the grader's TypeScript or JavaScript source: an async grade(thread) function (64 KiB of UTF-8 at most)");
+  .describe(
+    "the grader's source, in its `language`: TypeScript or JavaScript (`async function grade(thread)`) or Python (`async def grade(thread)`); 64 KiB of UTF-8 at most",
+  );
+export const Language = z
+  .enum(LANGUAGES, { message: `language must be one of ${LANGUAGES.join(", ")}` })
+  .describe("what a function grader's source is written in: typescript (TypeScript or JavaScript) or python")
+  .meta({ id: "Language" });
 const DescriptionText = z
   .string()
   .max(2000, "description is at most 2000 characters")
@@ -130,6 +136,7 @@ export const Grader = z
       .enum(["function", "combined", "judge", "endpoint"])
       .describe("what grades: a function, parts, a judge model or an external endpoint"),
     version: z.number().describe("the current version: every update stores a new one"),
+    language: Language.optional().describe("function graders: the language of the current version's source"),
     mode: CombineMode.optional().describe("combined graders: how the parts' scores combine"),
     description: z.string().describe("free text given at creation or update"),
     locked: z.boolean().describe("a locked grader cannot be updated or deleted (PUT …/lock)"),
@@ -323,6 +330,7 @@ export const MAX_SAMPLES = 100;
 export const GraderVersion = z
   .object({
     version: z.number().describe("the version number, from 1"),
+    language: Language.describe("the language of the version's source (each version records its own)"),
     description: z.string().describe("the grader's description at that version"),
     sourceSha256: z.string().describe("SHA-256 (hex) of the version's source"),
     warnings: z.array(z.string()).describe("what the checks noticed without refusing it"),

@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, before, test } from "node:test";
@@ -670,4 +672,82 @@ test("secrets set on a terminal prompts for the value without echoing it", {
   await run("rm", "typed-j");
   await run("models", "delete", "typed-m");
   await run("secrets", "rm", "typed");
+});
+
+test("a grader's language: push and test infer python from a .py name (--language forces one, a bad one exits 2); ls, get and versions show it", async () => {
+  // what the command sends, whatever a server makes of it: a stand-in that records each body
+  // (the real server checks Python only with its runtime: test/python-graders.test.ts)
+  const bodies: Array<{ url: string; body: Record<string, unknown> }> = [];
+  const stand = createServer(async (req, res) => {
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    const body = JSON.parse(text || "{}") as Record<string, unknown>;
+    bodies.push({ url: req.url ?? "", body });
+    res.setHeader("content-type", "application/json");
+    if (req.url?.endsWith("/validate")) return void res.end(JSON.stringify({ valid: true, warnings: [] }));
+    const at = "2026-01-01T00:00:00.000Z";
+    res.writeHead(201).end(
+      JSON.stringify({
+        project: "default",
+        key: body.key,
+        kind: "function",
+        version: 1,
+        language: body.language ?? "typescript",
+        description: "",
+        locked: false,
+        quarantinedAt: null,
+        recentFaults: 0,
+        warnings: [],
+        sourceSha256: "",
+        createdAt: at,
+        updatedAt: at,
+        source: body.source,
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => stand.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(stand.address() as AddressInfo).port}`;
+  try {
+    const py = join(dir, "grade.py");
+    writeFileSync(py, "async def grade(thread):\n    return 1.0\n");
+    const ts = join(dir, "grade.ts");
+    writeFileSync(ts, "async function grade(t) { return 1 }\n");
+    const noSuffix = join(dir, "grader");
+    writeFileSync(noSuffix, "async def grade(thread):\n    return 1.0\n");
+    assert.match((await run("push", py, "--key", "py", "--url", url)).stdout, /✓ created py \(version 1\) in python/);
+    await run("push", ts, "--key", "ts", "--url", url);
+    await run("push", noSuffix, "--key", "bare", "--url", url);
+    await run("push", noSuffix, "--key", "forced", "--language", "python", "--url", url);
+    await run("test", py, "--url", url);
+    await run("test", py, "--language", "typescript", "--url", url);
+    assert.deepEqual(
+      bodies.map((b) => [b.url.replace(/^.*\/graders/, ""), b.body.key ?? "", b.body.language ?? "absent"]),
+      [
+        ["", "py", "python"],
+        ["", "ts", "typescript"],
+        ["", "bare", "absent"],
+        ["", "forced", "python"],
+        ["/validate", "", "python"],
+        ["/validate", "", "typescript"],
+      ],
+    );
+    assert.equal(bodies[0].body.source, "async def grade(thread):\n    return 1.0\n");
+    const bad = await runFail("push", py, "--key", "x", "--language", "ruby", "--url", url);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--language <language>' argument 'ruby' is invalid\. Allowed choices are typescript, python/);
+  } finally {
+    stand.closeAllConnections();
+    await new Promise((resolve) => stand.close(resolve));
+  }
+
+  // the real server: a TypeScript grader shows its language everywhere
+  const file = join(dir, "lang.ts");
+  writeFileSync(file, "async function grade(t) {\n  return 1;\n}\n");
+  assert.match((await run("push", file, "--key", "lang")).stdout, /✓ created lang \(version 1\) in typescript/);
+  const line = (await run("ls")).stdout.split("\n").find((l) => l.startsWith("lang "));
+  assert.match(line ?? "", /^lang\s+function\s+typescript\s/);
+  assert.match((await run("get", "lang")).stdout, /^lang \(function, typescript, version 1\)/);
+  assert.match((await run("versions", "lang")).stdout, /\* {4}1 {2}\S+ {2}[0-9a-f]{12} {2}typescript/);
+  assert.equal(JSON.parse((await run("get", "lang", "--json")).stdout).language, "typescript");
+  await run("rm", "lang");
 });

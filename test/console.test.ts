@@ -713,3 +713,70 @@ test("secrets: a model's API key and an endpoint's headers say which secret they
   assert.equal(values[terms.indexOf("headers")], "X-Api-Key from secret rm-token");
   assert.doesNotMatch((await page.textContent("main")) ?? "", /sk-console-value|tok-console-value/);
 });
+
+const PYTHON_EXACT = `async def grade(thread):
+    completion = thread.completion() or ""
+    return 1.0 if completion.strip() == thread.metadata.get("expected", "") else 0.0
+`;
+
+test("a Python grader: python in the list and the detail, its source highlighted as Python; an uploaded .py or pasted Python picks the language", async () => {
+  // stored as it is once its checks passed (checking Python needs the runtime: the next test)
+  await s.store.insert({
+    project: "web",
+    key: "py-exact",
+    description: "in Python",
+    source: PYTHON_EXACT,
+    language: "python",
+    compiled: PYTHON_EXACT,
+    sourceSha256: "py",
+    warnings: [],
+  });
+  await page.reload();
+  await page.waitForSelector("#graders tr[data-key='py-exact']");
+  assert.equal(await page.textContent("#graders tr[data-key='py-exact'] td:nth-child(3)"), "python");
+  assert.equal(await page.textContent("#graders tr[data-key='exact'] td:nth-child(3)"), "typescript");
+  await page.click("#graders tr[data-key='py-exact']");
+  await page.waitForSelector("#detail-key:has-text('py-exact')");
+  assert.match((await page.textContent("#detail-meta")) ?? "", /^function · python · version 1/);
+  // def is a keyword of Python's grammar, not of TypeScript's: the source was highlighted as Python
+  const keywords = await page.locator("#source .hljs-keyword").allTextContents();
+  assert.ok(keywords.includes("def") && keywords.includes("async"), `keywords: ${keywords}`);
+  assert.equal(await page.locator("#source .line").count(), 4);
+
+  await page.click("#new-grader");
+  await page.setInputFiles("#create-file", { name: "grade.py", mimeType: "text/plain", buffer: Buffer.from(PYTHON_EXACT) });
+  await page.waitForFunction(() => (document.querySelector("#create-language") as HTMLSelectElement).value === "python");
+  assert.equal(await page.inputValue("#create-source"), PYTHON_EXACT);
+  await page.setInputFiles("#create-file", { name: "grade.ts", mimeType: "text/plain", buffer: Buffer.from("async (t) => 1") });
+  await page.waitForFunction(() => (document.querySelector("#create-language") as HTMLSelectElement).value === "typescript");
+  // a paste replacing the whole editor: Python by its first line
+  await page.focus("#create-source");
+  await page.keyboard.press("ControlOrMeta+A");
+  await page.evaluate((text) => {
+    const data = new DataTransfer();
+    data.setData("text", text);
+    document.querySelector("#create-source")?.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true }));
+  }, PYTHON_EXACT);
+  assert.equal(await page.inputValue("#create-language"), "python");
+});
+
+test("a Python grader created in the form; a Python syntax error is shown on its line", async (t) => {
+  const probe = await call(s.app, "POST", "/v1/projects/web/graders/validate", { source: PYTHON_EXACT, language: "python" });
+  if (probe.status !== 200) {
+    t.skip(`the Python runtime is not on this branch (validating a Python grader answered ${probe.status} ${probe.body?.code})`);
+    return;
+  }
+  await page.click("#new-grader");
+  await page.fill("#create-key", "py-broken");
+  await page.selectOption("#create-language", "python");
+  await page.fill("#create-source", "async def grade(thread):\n    return (1.0\n");
+  await page.click("#create-submit");
+  await page.waitForSelector("#create-error:has-text('syntax check failed')");
+  assert.equal(await page.locator("#create-error .error-line").getAttribute("data-line"), "2");
+  assert.ok((await page.locator("#create-error .hljs-keyword").allTextContents()).includes("def"), "highlighted as Python");
+  await page.fill("#create-key", "py-made");
+  await page.fill("#create-source", PYTHON_EXACT);
+  await page.click("#create-submit");
+  await page.waitForSelector("#graders tr[data-key='py-made']");
+  assert.equal((await s.store.mustGet("web", "py-made")).language, "python");
+});

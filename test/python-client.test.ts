@@ -3,12 +3,11 @@
 // GRADEBOX_API_KEY and GRADEBOX_PROJECT pointing at the server (started with
 // GRADEBOX_MAX_BATCH=5, so grade_batch and reward functions must split their lists, and allowed to
 // reach 127.0.0.1, where a model of the secrets tests points).
-// The interpreter: $GRADEBOX_PYTHON, python3 or /usr/bin/python3, the first with pytest, venv
-// and setuptools (scripts/ensure-pytest.sh installs Debian's when none has them).
+// The interpreter and the venv: test/support/python.ts.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -16,6 +15,7 @@ import { promisify } from "node:util";
 import { GRADE_ERROR_CODES } from "../sdk/errors.ts";
 import { ERRORS } from "../server/errors.ts";
 import { repoRoot, startServer, type TestServer, testPostgres } from "./support/helpers.ts";
+import { installPythonClient } from "./support/python.ts";
 
 const run = promisify(execFile);
 const project = "pyclient";
@@ -25,19 +25,6 @@ const pythonTests = join(repoRoot, "clients/python/tests");
 const EXPECTED_TESTS = readdirSync(pythonTests)
   .filter((f) => /^test_.*\.py$/.test(f))
   .reduce((n, f) => n + (readFileSync(join(pythonTests, f), "utf8").match(/^def test_/gm)?.length ?? 0), 0);
-const PROBE =
-  'import pytest, venv, ensurepip, setuptools; (tuple(map(int, setuptools.__version__.split(".")[:2])) >= (70, 1)) or __import__("wheel")';
-
-async function findPython(): Promise<string> {
-  const candidates = [process.env.GRADEBOX_PYTHON, "python3", "/usr/bin/python3"].filter((p): p is string => Boolean(p));
-  for (const python of candidates) {
-    try {
-      await run(python, ["-c", PROBE], { timeout: 20_000 });
-      return python;
-    } catch {}
-  }
-  throw new Error(`no python with pytest, venv and setuptools among ${candidates.join(", ")}: run scripts/ensure-pytest.sh`);
-}
 
 let s: TestServer;
 let work: string;
@@ -59,24 +46,7 @@ after(async () => {
 });
 
 test("the Python client's pytest suite passes against the real server", { timeout: 120_000 }, async () => {
-  const python = await findPython();
-  // a copy of the package, so pip's in-tree build leaves nothing in the repository
-  const pkg = join(work, "pkg");
-  for (const name of ["pyproject.toml", "README.md", "src"]) {
-    cpSync(join(repoRoot, "clients/python", name), join(pkg, name), {
-      recursive: true,
-      filter: (src) => !/(__pycache__|\.egg-info|[\\/]build)$/.test(src),
-    });
-  }
-  const venv = join(work, "venv");
-  await run(python, ["-m", "venv", "--system-site-packages", venv], { timeout: 60_000 });
-  const venvPython = join(venv, "bin", "python");
-  // offline: no index, and the build uses the interpreter's own setuptools
-  await run(
-    venvPython,
-    ["-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "--disable-pip-version-check", "--quiet", pkg],
-    { timeout: 60_000, env: { ...process.env, PIP_NO_INPUT: "1" } },
-  );
+  const venvPython = await installPythonClient(work);
 
   // the client's copy of the grading error codes, and of the ones answered with 502, is the server's
   const copied = await run(venvPython, [

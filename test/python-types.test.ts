@@ -14,6 +14,7 @@ import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 /** Each public TypedDict (and alias) of types.py, and the schema of the document it stands for. */
 const SCHEMA_OF: Record<string, string> = {
   Role: "RoleInput",
+  Language: "Language",
   Turn: "TurnInput",
   Thread: "ThreadInput",
   Grader: "Grader",

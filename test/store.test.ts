@@ -84,6 +84,41 @@ for (const backend of ["sqlite", "postgres"] as const) {
       assert.equal(await code(store.mustGetVersion("p", "a", 9)), "VERSION_NOT_FOUND");
     });
 
+    test("languages: absent is typescript; each version records its own; a part carries its pinned or current version's", async () => {
+      await store.insert({ ...grader("lang", "py"), language: "python" });
+      await store.insert(grader("lang", "ts"));
+      assert.equal((await store.mustGet("lang", "py")).language, "python");
+      assert.equal((await store.mustGet("lang", "ts")).language, "typescript");
+      const next = await store.update("lang", "py", { ...grader("lang", "py", 2), language: "typescript" }, 1);
+      assert.deepEqual([next.version, next.language], [2, "typescript"]);
+      assert.deepEqual(
+        (await store.versions("lang", "py")).map((v) => [v.version, v.language]),
+        [
+          [1, "python"],
+          [2, "typescript"],
+        ],
+      );
+      assert.equal((await store.mustGetVersion("lang", "py", 1)).language, "python");
+      const combined = await store.insertCombined({
+        project: "lang",
+        key: "mixed",
+        description: "",
+        mode: "weighted",
+        parts: [
+          { graderKey: "py", name: "pinned", weight: 1, version: 1 },
+          { graderKey: "py", name: "current", weight: 1 },
+        ],
+      });
+      assert.deepEqual(
+        combined.parts?.map((p) => [p.name, p.version, p.language]),
+        [
+          ["pinned", 1, "python"],
+          ["current", 2, "typescript"],
+        ],
+      );
+      assert.equal(combined.language, undefined, "only a function grader has a language");
+    });
+
     test("lock refuses delete and update; combined graders pin parts and keep them from deletion", async () => {
       await store.setLocked("p", "b", true);
       assert.equal(await code(store.delete("p", "b")), "GRADER_LOCKED");

@@ -15,7 +15,7 @@ export async function open(key: string): Promise<void> {
   showPanel("detail");
   $("#detail-key").textContent = g.key;
   $("#detail-meta").textContent =
-    `${g.kind} · version ${g.version}${g.locked ? " · locked" : ""}${g.quarantinedAt ? " · quarantined" : ""} · ${g.description || "no description"}`;
+    `${g.kind}${g.language ? ` · ${g.language}` : ""} · version ${g.version}${g.locked ? " · locked" : ""}${g.quarantinedAt ? " · quarantined" : ""} · ${g.description || "no description"}`;
   $("#detail-warnings").replaceChildren(
     ...g.warnings.map((w) => {
       const li = document.createElement("li");
@@ -45,7 +45,7 @@ export async function open(key: string): Promise<void> {
   $("#endpoint-def").hidden = !g.endpoint;
   if (g.judge) renderJudge(g.judge);
   else if (g.endpoint) renderEndpoint(g.endpoint);
-  else renderSource($("#source"), source);
+  else renderSource($("#source"), source, undefined, g.language ?? "typescript");
   $("#show-prompt").hidden = !g.judge;
   $("#prompt").replaceChildren();
   $("#edit").hidden = g.kind !== "function";

@@ -12,7 +12,15 @@ export async function refresh(): Promise<void> {
   const body = $("#graders tbody");
   body.replaceChildren(
     ...graders.map((g: Grader) => {
-      const tr = row([g.key, g.kind, g.description, g.locked ? "locked" : "", String(g.warnings.length), when(g.createdAt)]);
+      const tr = row([
+        g.key,
+        g.kind,
+        g.language ?? "",
+        g.description,
+        g.locked ? "locked" : "",
+        String(g.warnings.length),
+        when(g.createdAt),
+      ]);
       tr.dataset.key = g.key;
       if (g.key === state.selected) tr.className = "selected";
       tr.addEventListener("click", () => open(g.key).catch((error) => fail(error, underRow(rowOf("#graders", g.key), $("#detail-error")))));

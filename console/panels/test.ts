@@ -6,6 +6,7 @@ import { $, el, row, val } from "../dom.ts";
 import { fail, inBox, position, status } from "../feedback.ts";
 import { parseItems } from "../parse.ts";
 import { state } from "../state.ts";
+import { editorLanguage } from "./editor.ts";
 import { scoreRow, sourceRow } from "./results.ts";
 
 async function runTest(): Promise<void> {
@@ -22,7 +23,7 @@ async function runTest(): Promise<void> {
     let sourceOf: () => Promise<string | undefined>;
     if (target === "source") {
       const source = $<HTMLTextAreaElement>("#create-source").value;
-      results = (await client.graders.validate({ source, threads })).results ?? [];
+      results = (await client.graders.validate({ source, language: editorLanguage(), threads })).results ?? [];
       sourceOf = async () => source;
     } else {
       const { selected } = state;

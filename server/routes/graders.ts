@@ -26,6 +26,7 @@ import {
   GradeScore,
   IN_PROJECT,
   json,
+  Language,
   MAX_SAMPLES,
   ProjectParams,
   Source,
@@ -86,7 +87,8 @@ export async function graderRoutes(
         tags: ["graders"],
         summary: "Create a function grader",
         description:
-          "Registers a function grader once five checks pass: syntax, structure, signature, execution, and test_run (which grades " +
+          "Registers a function grader written in TypeScript/JavaScript or Python (`language`, default typescript) once five " +
+          "checks pass: syntax, structure, signature, execution, and test_run (which grades " +
           "the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its " +
           "`check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.",
         params: ProjectParams,
@@ -94,10 +96,11 @@ export async function graderRoutes(
           .object({
             key: GraderKey.describe("the new grader's key, unique in the project"),
             source: Source,
+            language: Language.optional().describe("the source's language; absent: typescript"),
             description: Description,
             samples: Samples.optional(),
           })
-          .describe("a function grader: its key, its source and optional sample threads"),
+          .describe("a function grader: its key, its source (and its language) and optional sample threads"),
         response: {
           201: json("The created grader", GraderDetail),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", ...CHECKING),
@@ -105,8 +108,10 @@ export async function graderRoutes(
       },
     },
     async (req, reply) => {
-      const { key, source, description, samples } = req.body;
-      return reply.code(201).send(detail(await graders.createFunction(req.params.project, { key, source, description, samples })));
+      const { key, source, language = "typescript", description, samples } = req.body;
+      return reply
+        .code(201)
+        .send(detail(await graders.createFunction(req.params.project, { key, source, language, description, samples })));
     },
   );
 
@@ -124,6 +129,7 @@ export async function graderRoutes(
         body: z
           .object({
             source: Source,
+            language: Language.optional().describe("the source's language; absent: typescript"),
             threads: z
               .array(Thread)
               .optional()
@@ -149,7 +155,8 @@ export async function graderRoutes(
     },
     async (req) => {
       if (req.body.threads) checkBatch(req.body.threads.length, config);
-      const { warnings, results } = await validation.validate(req.params.project, req.body.source, req.body.threads);
+      const { source, language = "typescript", threads } = req.body;
+      const { warnings, results } = await validation.validate(req.params.project, { source, language }, threads);
       return { valid: true as const, warnings, ...(results ? { results } : {}) };
     },
   );
@@ -413,12 +420,14 @@ export async function graderRoutes(
         summary: "Update a function grader",
         description:
           "Checks a new source as a create does, then stores it as the next version and reports each sample whose score " +
-          "changes; `dryRun` checks and reports without storing. A locked grader answers 409 GRADER_LOCKED, a concurrent update " +
+          "changes; `dryRun` checks and reports without storing. A version may change the language (`language`; absent keeps " +
+          "the current version's). A locked grader answers 409 GRADER_LOCKED, a concurrent update " +
           "409 GRADER_CONFLICT (retry), another kind of grader 400.",
         params: GraderParams,
         body: z
           .object({
             source: Source.describe("the new source"),
+            language: Language.optional().describe("the new source's language; absent: the current version's"),
             description: DescriptionUpdate,
             samples: Samples.optional().describe("the new samples; absent: the current version's"),
             dryRun: z.boolean().optional().describe("check and report, store nothing"),
@@ -474,12 +483,12 @@ export async function graderRoutes(
       },
     },
     async (req) => {
-      const { version, description, sourceSha256, warnings, createdAt, source } = await store.mustGetVersion(
+      const { version, language, description, sourceSha256, warnings, createdAt, source } = await store.mustGetVersion(
         req.params.project,
         req.params.graderKey,
         req.params.version,
       );
-      return { version, description, sourceSha256, warnings, createdAt, source };
+      return { version, language, description, sourceSha256, warnings, createdAt, source };
     },
   );
 
@@ -491,7 +500,7 @@ export async function graderRoutes(
         tags: ["versions"],
         summary: "Restore a version",
         description:
-          "Stores an old version's source and description as the next version, after the checks and the samples report of an " +
+          "Stores an old version's source, language and description as the next version, after the checks and the samples report of an " +
           "update: the current samples must pass (422 VALIDATION_FAILED otherwise). A locked grader answers 409 GRADER_LOCKED.",
         params: VersionParams,
         response: {

@@ -4,6 +4,7 @@
 
 import { createHash } from "node:crypto";
 import type { Sandbox } from "../../sandbox/host/sandbox.ts";
+import type { Language } from "../../sandbox/validate/checks.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import type { CombineMode, GraderRow } from "../store/graders.ts";
@@ -34,13 +35,16 @@ export class Graders {
   }
 
   /** Stores a function grader once its source passes the five checks (and its samples score as expected). */
-  async createFunction(project: string, g: { key: string; source: string; description: string; samples?: Sample[] }): Promise<GraderRow> {
+  async createFunction(
+    project: string,
+    g: { key: string; source: string; language: Language; description: string; samples?: Sample[] },
+  ): Promise<GraderRow> {
     // answer a taken key before the five checks run; the insert still enforces it under races
     if (await this.store.get(project, g.key)) throw graderExists(project, g.key);
-    const { compiled, warnings } = await this.validation.validate(project, g.source, undefined, g.samples);
+    const { compiled, warnings } = await this.validation.validate(project, g, undefined, g.samples);
     const sourceSha256 = createHash("sha256").update(g.source).digest("hex");
-    const { key, source, description, samples } = g;
-    return this.store.insert({ project, key, description, source, compiled, sourceSha256, warnings, samples });
+    const { key, source, language, description, samples } = g;
+    return this.store.insert({ project, key, description, source, language, compiled, sourceSha256, warnings, samples });
   }
 
   /** Stores a combined grader; weighted mode needs a positive weight, and the weights a finite sum. */

@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import { type Sandbox, SandboxCrashError } from "../../sandbox/host/sandbox.ts";
 import type { ValidationResult } from "../../sandbox/protocol/replies.ts";
-import type { CheckFailure, GradeOutcome } from "../../sandbox/validate/checks.ts";
+import type { CheckFailure, GradeOutcome, Language } from "../../sandbox/validate/checks.ts";
 import { checkNesting } from "../../sandbox/validate/source-bounds.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import { MAX_SOURCE_BYTES } from "../config.ts";
@@ -17,6 +17,12 @@ import type { Sample } from "../store/versions.ts";
 import type { ValidationLimiter } from "../validation-limit.ts";
 
 export type Validated = Extract<ValidationResult, { ok: true }>;
+
+/** A source to check, in its language. */
+export interface SourceCode {
+  source: string;
+  language: Language;
+}
 
 /** How the samples' scores move from the current version to a candidate: the ones that changed. */
 export type SampleReport = z.infer<typeof UpdateReport>;
@@ -62,21 +68,24 @@ export class Validation {
   }
 
   /**
-   * Runs the five checks; throws VALIDATION_FAILED with the failing check. With samples, test_run
-   * grades them instead of the built-in sample thread; `threads` are graded after the checks pass.
+   * Runs the five checks of the source's language; throws VALIDATION_FAILED with the failing check.
+   * With samples, test_run grades them instead of the built-in sample thread; `threads` are graded
+   * after the checks pass.
    */
-  async validate(project: string, source: string, threads?: WireThread[], samples?: Sample[]): Promise<Validated> {
+  async validate(project: string, { source, language }: SourceCode, threads?: WireThread[], samples?: Sample[]): Promise<Validated> {
     this.limiter.check(project);
     checkSourceSize(source);
-    // before any parser: esbuild's time grows with the square (cube, for functions) of the nesting
-    const tooDeep = checkNesting(source);
+    // before any parser: esbuild's time grows with the square (cube, for functions) of the
+    // nesting. The bound is esbuild's and TypeScript's: a Python source is bounded by the checks
+    // of its own runtime, in the sandbox
+    const tooDeep = language === "typescript" ? checkNesting(source) : undefined;
     if (tooDeep) {
       const { check, message, line, column } = tooDeep;
       throw new AppError("VALIDATION_FAILED", `${check} check failed: ${message}`, { check, message, line, column });
     }
     const withSamples = samples !== undefined && samples.length > 0;
     const graded = withSamples ? samples.map((x) => x.thread) : threads;
-    const result = await this.sandbox.validate(project, source, graded, { mock: !withSamples }).catch((error: unknown) => {
+    const result = await this.sandbox.validate(project, source, graded, { mock: !withSamples, language }).catch((error: unknown) => {
       if (!(error instanceof SandboxCrashError)) throw error;
       // the module body or the test run took its worker down (V8 aborts on some OOM paths)
       const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
@@ -95,7 +104,7 @@ export class Validation {
   async report(current: GraderRow, samples: Sample[], after: GradeOutcome[] | undefined): Promise<SampleReport> {
     const before = samples.length
       ? await this.sandbox.gradeBatch(
-          { id: sandboxId(current.id, current.version), project: current.project, compiled: current.compiled },
+          { id: sandboxId(current.id, current.version), project: current.project, language: current.language, compiled: current.compiled },
           samples.map((x) => x.thread),
         )
       : [];

@@ -3,6 +3,7 @@
 // Nothing changes when a check fails, and a dry run reports without storing.
 
 import { createHash } from "node:crypto";
+import type { Language } from "../../sandbox/validate/checks.ts";
 import type { GraderRow } from "../store/graders.ts";
 import { assertUpdatable } from "../store/rules.ts";
 import type { Sample } from "../store/versions.ts";
@@ -11,6 +12,8 @@ import type { SampleReport, Validation } from "./validation.ts";
 
 export interface NextSource {
   source: string;
+  /** absent: the current version's */
+  language?: Language;
   /** absent: the current version's */
   description?: string;
   /** absent: the current version's samples carry over */
@@ -42,7 +45,8 @@ export class Versions {
     const current = await this.store.mustGet(project, key);
     assertUpdatable(current); // before the checks run; the store checks again in its transaction
     const samples = next.samples ?? (await this.store.samples(current));
-    const { compiled, warnings, results } = await this.validation.validate(project, next.source, undefined, samples);
+    const language = next.language ?? current.language ?? "typescript";
+    const { compiled, warnings, results } = await this.validation.validate(project, { source: next.source, language }, undefined, samples);
     const report = await this.validation.report(current, samples, results);
     if (next.dryRun) return { row: current, dryRun: true, report };
     const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
@@ -51,6 +55,7 @@ export class Versions {
       key,
       {
         source: next.source,
+        language,
         compiled,
         sourceSha256,
         warnings,
@@ -62,9 +67,9 @@ export class Versions {
     return { row, report };
   }
 
-  /** Stores an old version's source and description as the next version, as an update would (the current samples must pass). */
+  /** Stores an old version's source, language and description as the next version, as an update would (the current samples must pass). */
   async restore(project: string, key: string, version: number): Promise<Updated> {
     const old = await this.store.mustGetVersion(project, key, version);
-    return this.update(project, key, { source: old.source, description: old.description });
+    return this.update(project, key, { source: old.source, language: old.language, description: old.description });
   }
 }

@@ -4,6 +4,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import type { z } from "zod";
+import type { Language } from "../../sandbox/validate/checks.ts";
 import { type Db, isUniqueViolation, type Queryable } from "../db/db.ts";
 import type { EndpointSpec } from "../endpoints/spec.ts";
 import { AppError } from "../errors.ts";
@@ -27,6 +28,8 @@ export interface ResolvedPart extends Part {
   version: number;
   /** set when the part is pinned to `version` */
   pinned: boolean;
+  /** function parts: the language of `compiled` (the pinned version's, or the current one's) */
+  language?: Language;
   compiled: string;
   quarantinedAt: string | null;
   /** judge parts */
@@ -50,7 +53,11 @@ export interface GraderRow extends z.infer<typeof Grader> {
   compiled: string;
 }
 
-export type NewGrader = Pick<GraderRow, "project" | "key" | "description" | "source" | "compiled" | "sourceSha256" | "warnings"> & {
+/** A new function grader (or version); `language` absent: typescript. */
+export type NewGrader = Pick<
+  GraderRow,
+  "project" | "key" | "description" | "source" | "language" | "compiled" | "sourceSha256" | "warnings"
+> & {
   samples?: Sample[];
 };
 
@@ -80,9 +87,11 @@ interface Raw {
   recent_faults: number;
   config: string | null;
   model_id: string | null;
+  language: Language;
 }
 
-type RawPart = Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint"> & {
+type RawPart = Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint" | "language"> & {
+  language: Language;
   pinned: number;
   config: string | null;
   modelId: string | null;
@@ -95,6 +104,8 @@ function fromRaw(r: Raw): GraderRow {
     key: r.key,
     kind: r.kind as GraderRow["kind"],
     version: r.version,
+    // the column's default fills it for every kind: only a function grader has a language
+    ...(r.kind === "function" ? { language: r.language } : {}),
     ...(r.mode ? { mode: r.mode } : {}),
     description: r.description,
     source: r.source,
@@ -121,8 +132,8 @@ function configOf(kind: string, config: string | null, modelId: string | null): 
 const SELECT = `SELECT g.*, (SELECT CAST(count(*) AS INTEGER) FROM grader_faults f WHERE f.grader_id = g.id AND f.at > ?) AS recent_faults FROM graders g`;
 
 const SQL = {
-  insert: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, version)
-           VALUES (?, ?, ?, 'function', ?, ?, ?, ?, 0, ?, ?, ?, 1)`,
+  insert: `INSERT INTO graders (id, project, key, kind, description, source, language, compiled, source_sha256, locked, warnings, created_at, updated_at, version)
+           VALUES (?, ?, ?, 'function', ?, ?, ?, ?, ?, 0, ?, ?, ?, 1)`,
   get: `${SELECT} WHERE g.project = ? AND g.key = ?`,
   list: `${SELECT} WHERE g.project = ? AND g.key > ? ORDER BY g.key LIMIT ?`,
   lock: "UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?",
@@ -132,7 +143,7 @@ const SQL = {
   insertPart: "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
   parts: `SELECT g.id, g.key AS "graderKey", g.kind, g.config, g.model_id AS "modelId", coalesce(p.part_version, g.version) AS version,
                  CASE WHEN p.part_version IS NULL THEN 0 ELSE 1 END AS pinned,
-                 coalesce(v.compiled, g.compiled) AS compiled, g.quarantined_at AS "quarantinedAt", p.name, p.weight
+                 coalesce(v.compiled, g.compiled) AS compiled, coalesce(v.language, g.language) AS language, g.quarantined_at AS "quarantinedAt", p.name, p.weight
           FROM grader_parts p JOIN graders g ON g.id = p.part_id
           LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
           WHERE p.combined_id = ? ORDER BY p.position`,
@@ -161,6 +172,7 @@ export class GraderStore {
         g.key,
         g.description,
         g.source,
+        g.language ?? "typescript",
         g.compiled,
         g.sourceSha256,
         JSON.stringify(g.warnings),
@@ -264,7 +276,12 @@ export class GraderStore {
     const row = fromRaw(raw);
     if (row.kind === "combined") {
       const raws = await q.all<RawPart>(SQL.parts, [row.id]);
-      row.parts = raws.map(({ config, modelId, ...p }) => ({ ...p, pinned: p.pinned === 1, ...configOf(p.kind, config, modelId) }));
+      row.parts = raws.map(({ config, modelId, language, ...p }) => ({
+        ...p,
+        ...(p.kind === "function" ? { language } : {}),
+        pinned: p.pinned === 1,
+        ...configOf(p.kind, config, modelId),
+      }));
     }
     return row;
   }

@@ -3,6 +3,7 @@
 // so grading reads one row; an update writes both in one transaction.
 
 import type { z } from "zod";
+import type { Language } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Db, Queryable } from "../db/db.ts";
 import { AppError } from "../errors.ts";
@@ -19,10 +20,11 @@ export interface Sample {
 /** One stored version of a function grader: the API's view of it, and the script the sandbox runs. */
 export type StoredVersion = z.infer<typeof GraderVersionDetail> & { compiled: string };
 
-type VersionFields = Pick<NewGrader, "description" | "source" | "compiled" | "sourceSha256" | "warnings">;
+type VersionFields = Pick<NewGrader, "description" | "source" | "language" | "compiled" | "sourceSha256" | "warnings">;
 
 type RawVersion = {
   version: number;
+  language: Language;
   description: string;
   source: string;
   compiled: string;
@@ -32,10 +34,10 @@ type RawVersion = {
 };
 
 const SQL = {
-  insert: `INSERT INTO grader_versions (grader_id, version, description, source, compiled, source_sha256, warnings, samples, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  setCurrent: `UPDATE graders SET version = ?, description = ?, source = ?, compiled = ?, source_sha256 = ?, warnings = ?, updated_at = ? WHERE id = ?`,
-  list: "SELECT version, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
+  insert: `INSERT INTO grader_versions (grader_id, version, description, source, language, compiled, source_sha256, warnings, samples, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  setCurrent: `UPDATE graders SET version = ?, description = ?, source = ?, language = ?, compiled = ?, source_sha256 = ?, warnings = ?, updated_at = ? WHERE id = ?`,
+  list: "SELECT version, language, description, source_sha256, warnings, created_at FROM grader_versions WHERE grader_id = ? ORDER BY version",
   get: "SELECT * FROM grader_versions WHERE grader_id = ? AND version = ?",
   samples: "SELECT samples FROM grader_versions WHERE grader_id = ? AND version = ?",
 };
@@ -54,6 +56,7 @@ export async function insertVersion(
     version,
     v.description,
     v.source,
+    v.language ?? "typescript",
     v.compiled,
     v.sourceSha256,
     JSON.stringify(v.warnings),
@@ -99,6 +102,7 @@ export class VersionStore {
         version,
         next.description,
         next.source,
+        next.language ?? "typescript",
         next.compiled,
         next.sourceSha256,
         JSON.stringify(next.warnings),
@@ -121,6 +125,7 @@ export class VersionStore {
     const raws = await this.db.all<Omit<RawVersion, "source" | "compiled">>(SQL.list, [row.id]);
     return raws.map((r) => ({
       version: r.version,
+      language: r.language,
       description: r.description,
       sourceSha256: r.source_sha256,
       warnings: JSON.parse(r.warnings) as string[],
@@ -141,6 +146,7 @@ export class VersionStore {
     }
     return {
       version: r.version,
+      language: r.language,
       description: r.description,
       source: r.source,
       compiled: r.compiled,

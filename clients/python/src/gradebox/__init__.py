@@ -2,6 +2,7 @@
 
 from gradebox import Gradebox
 client = Gradebox()  # GRADEBOX_URL, GRADEBOX_PROJECT, GRADEBOX_API_KEY
+client.graders.create.function(key="exact-match", fn=grade, description="...")  # a top-level async def
 client.graders.grade("exact-match", {"turns": [...], "metadata": {...}})
 client.secrets.set("openai-key", os.environ["OPENAI_API_KEY"])  # for a model's apiKeySecret
 
@@ -33,6 +34,7 @@ from .errors import (
     UnprocessableEntityError,
 )
 from .reward import OnError, RewardFunction, build_threads
+from ._source import function_source, language_of_file
 from .types import (
     GradeBatchResponse,
     GradeError,
@@ -40,6 +42,7 @@ from .types import (
     GradeResponse,
     GradeResult,
     GraderPage,
+    Language,
     Role,
     GraderWithSource,
     GradeScore,
@@ -71,6 +74,7 @@ __all__ = [
     "GraderWithSource",
     "Graders",
     "InternalServerError",
+    "Language",
     "Limits",
     "NotFoundError",
     "OnError",
@@ -86,6 +90,8 @@ __all__ = [
     "UnprocessableEntityError",
     "__version__",
     "build_threads",
+    "function_source",
+    "language_of_file",
     "reward_function",
 ]
 

@@ -15,6 +15,7 @@ __all__ = [
     "GradeScore",
     "Grader",
     "GraderPage",
+    "Language",
     "GraderWithSource",
     "Limits",
     "Role",
@@ -25,6 +26,10 @@ __all__ = [
 
 Role = Literal["system", "user", "assistant", "tool", "document"]
 ROLES: tuple[str, ...] = get_args(Role)
+
+#: what a function grader's source is written in (each version records its own)
+Language = Literal["typescript", "python"]
+LANGUAGES: tuple[str, ...] = get_args(Language)
 
 
 class Turn(TypedDict):
@@ -58,8 +63,10 @@ class _GraderBase(TypedDict):
 
 
 class Grader(_GraderBase, total=False):
-    """One grader as list/lock return it (``mode`` on combined graders only)."""
+    """One grader as list/lock return it (``language`` on function graders only, ``mode`` on
+    combined graders only)."""
 
+    language: Language
     mode: Literal["weighted", "any", "all"]
 
 

@@ -1,0 +1,140 @@
+"""A Python function as grader source: what ``client.graders.create.function(fn=grade)`` sends.
+
+The source is the function's own, read from its file or notebook cell (``inspect.getsource``),
+with the def renamed to ``grade`` and its decorators dropped (they ran here; the sandbox would not
+know their names). The module-level imports its body names are put above it: the lines of its
+file that bind those names, or, when the import is in another notebook cell, an import made from
+what the name is bound to here (a module, or an object its module exposes under that name).
+Nothing else of the module goes along: a helper function or constant the grader uses must be
+defined inside it. Only top-level functions: a lambda, a method, a nested function (a closure)
+or one typed at the interactive prompt (no source to read) is refused with the reason."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import re
+import sys
+import textwrap
+import types
+from typing import Any
+
+from .errors import GradeboxError
+
+__all__ = ["function_source", "language_of_file"]
+
+_SUFFIXES = {".py": "python", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescript"}
+_SUFFIXES.update({".js": "typescript", ".mjs": "typescript", ".cjs": "typescript", ".jsx": "typescript"})
+
+
+def language_of_file(path: str) -> str | None:
+    """The language a grader file's name says it holds (``.py``: python; ``.ts``/``.js``:
+    typescript), or None for any other name (the server's default then applies)."""
+    lower = str(path).lower()
+    for suffix, language in _SUFFIXES.items():
+        if lower.endswith(suffix):
+            return language
+    return None
+
+
+def _refuse(fn: Any, why: str) -> GradeboxError:
+    name = getattr(fn, "__qualname__", repr(fn))
+    return GradeboxError(
+        f"cannot register {name} from its source: {why}. A function grader is a top-level `async def` in a file or "
+        "notebook cell; or pass source= (with language=\"python\") or file="
+    )
+
+
+def _names_used(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bound(alias: ast.alias, from_import: bool) -> str:
+    return alias.asname or (alias.name if from_import else alias.name.split(".")[0])
+
+
+def _file_imports(fn: types.FunctionType, used: set[str]) -> tuple[list[str], set[str]]:
+    """The top-level imports of the function's file (or cell) that bind a name in ``used`` (each
+    cut to those names), its ``__future__`` imports, and the names they bind."""
+    filename = fn.__code__.co_filename
+    text = "".join(linecache.getlines(filename, fn.__globals__))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [], set()  # e.g. a cell with IPython magics: the names are found through the globals instead
+    lines: list[str] = []
+    bound: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            lines.append(ast.unparse(stmt))
+        elif isinstance(stmt, ast.Import):
+            keep = [a for a in stmt.names if _bound(a, False) in used]
+            if keep:
+                lines.append(ast.unparse(ast.Import(names=keep)))
+                bound.update(_bound(a, False) for a in keep)
+        elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0:  # a relative import means nothing in the sandbox
+            keep = [a for a in stmt.names if a.name != "*" and _bound(a, True) in used]
+            if keep:
+                lines.append(ast.unparse(ast.ImportFrom(module=stmt.module, names=keep, level=0)))
+                bound.update(_bound(a, True) for a in keep)
+    return lines, bound
+
+
+def _global_imports(fn: types.FunctionType, names: set[str]) -> list[str]:
+    """Imports for names the function uses that are bound here to a module, or to an object its
+    module exposes under that name (an import made in another notebook cell)."""
+    lines = []
+    for name in sorted(names):
+        if name not in fn.__globals__:
+            continue
+        value = fn.__globals__[name]
+        if isinstance(value, types.ModuleType):
+            module = value.__name__
+            lines.append(f"import {module}" if module == name else f"import {module} as {name}")
+            continue
+        module = getattr(value, "__module__", None)
+        if not isinstance(module, str) or module in ("__main__", fn.__module__):
+            continue  # the user's own helper: not registered with the grader
+        origin = sys.modules.get(module)
+        for attribute in (name, getattr(value, "__name__", None)):
+            if attribute and getattr(origin, attribute, None) is value:
+                lines.append(f"from {module} import {attribute}" + ("" if attribute == name else f" as {name}"))
+                break
+    return lines
+
+
+def function_source(fn: Any) -> str:
+    """The source of a top-level Python function as a grader: its imports, then the function
+    renamed to ``grade``. GradeboxError when it cannot be read or is not top-level."""
+    if isinstance(fn, (staticmethod, classmethod)):
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        raise GradeboxError(f"fn must be a function defined with async def, not {type(fn).__name__}")
+    if fn.__name__ == "<lambda>":
+        raise _refuse(fn, "it is a lambda")
+    if "<locals>" in fn.__qualname__ or fn.__closure__:
+        raise _refuse(fn, "it is defined inside another function (top-level only)")
+    if "." in fn.__qualname__:
+        raise _refuse(fn, "it is defined inside a class (top-level only)")
+    try:
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as error:
+        raise _refuse(fn, f"its source cannot be read ({error}; a function typed at the interactive prompt has none)") from None
+    try:
+        node = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        raise _refuse(fn, "its source as read does not parse on its own") from None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != fn.__name__:
+        raise _refuse(fn, "its source as read is not its def")
+    lines = text.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno]
+    # the def line, from its first column: `async def name(` or `def name(`; decorators are above it
+    lines[0] = re.sub(rf"^(\s*(?:async\s+)?def\s+){re.escape(node.name)}\b", r"\1grade", lines[0], count=1)
+    body = "".join(lines).rstrip() + "\n"
+    used = _names_used(node) - {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
+    imports, bound = _file_imports(fn, used)
+    imports += _global_imports(fn, used - bound - {node.name})
+    # a grader that calls itself by its old name still finds it
+    if node.name != "grade" and node.name in used:
+        body += f"\n\n{node.name} = grade\n"
+    return ("\n".join(imports) + "\n\n\n" if imports else "") + body
