@@ -4,6 +4,10 @@
 export const CHECKS = ["syntax", "structure", "signature", "execution", "test_run", "template", "endpoint"] as const;
 export type Check = (typeof CHECKS)[number];
 
+/** The languages a function grader is written in (each version records its own): the one list the server's schema, the sandbox and the CLI read. */
+export const LANGUAGES = ["typescript", "python"] as const;
+export type Language = (typeof LANGUAGES)[number];
+
 export class GradeboxError extends Error {
   override name = "GradeboxError";
 }

@@ -12,6 +12,6 @@ export {
 } from "./client.ts";
 export * from "./errors.ts";
 export * from "./graders.ts";
-export { functionSource, LANGUAGES, languageOfFile } from "./source.ts";
+export { functionSource, languageOfFile } from "./source.ts";
 export { type Metadata, ROLES, type Role, StringThread, type Turn, type WireThread, type WireTurn } from "./thread.ts";
 export type * from "./types.ts";

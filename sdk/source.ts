@@ -2,13 +2,8 @@
 // the function (tsx minifies and adds __name calls; tsc may rename); the server accepts any of
 // these shapes and stores the entry point as `grade`.
 
+import type { Language } from "./errors.ts";
 import { GradeboxError } from "./errors.ts";
-import type { Language } from "./wire.ts";
-
-/** Every language the server takes (sandbox/validate/checks.ts's LANGUAGES; the type below fails to compile if one is missing). */
-export const LANGUAGES = ["typescript", "python"] as const satisfies readonly Language[];
-type Missing = Exclude<Language, (typeof LANGUAGES)[number]>;
-export const ALL_LANGUAGES_LISTED: [Missing] extends [never] ? true : false = true;
 
 /** File name endings and the language they hold: how `file` (and `gradebox push`) infer it. */
 const EXTENSIONS: Array<[RegExp, Language]> = [

@@ -10,7 +10,7 @@ import type * as Wire from "./wire.ts";
 
 export type CombineMode = Wire.CombineMode;
 /** What a function grader's source is written in: typescript (TypeScript or JavaScript) or python. */
-export type Language = Wire.Language;
+export type { Language } from "./errors.ts";
 /** A grader, without its source or definition (`quarantinedAt` is set while it is quarantined; POST …/release lifts it). */
 export type Grader = Wire.Grader;
 /** One grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition. */

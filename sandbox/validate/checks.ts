@@ -13,9 +13,7 @@ export interface CheckFailure {
   column?: number;
 }
 
-/** The languages a function grader is written in (each version records its own). */
-export const LANGUAGES = ["typescript", "python"] as const;
-export type Language = (typeof LANGUAGES)[number];
+export { LANGUAGES, type Language } from "../../sdk/errors.ts";
 
 /** Module names a grader may import values from; each is bundled or provided by the prelude. */
 export const IMPORT_ALLOW_LIST = ["gradebox", "gradebox/graders"] as const;
