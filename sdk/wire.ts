@@ -617,12 +617,12 @@ export interface components {
             };
         };
         /**
-         * @description a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread
+         * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
          * @enum {string}
          */
         CannotAssessStrategy: "skip" | "zero" | "partial" | "fail";
         /**
-         * @description a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread
+         * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
          * @enum {string}
          */
         CannotAssessStrategyInput: "skip" | "zero" | "partial" | "fail";
@@ -730,7 +730,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description combined graders: each part's score */
+            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
             subscores?: unknown[];
             /** @description time spent grading, in milliseconds */
             durationMs: number;
@@ -751,7 +751,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description combined graders: each part's score */
+            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
             subscores?: unknown[];
         };
         /** @description a grader, without its source or definition */
@@ -1034,7 +1034,7 @@ export interface components {
         RubricOption: {
             /** @description what the judge may answer */
             label: string;
-            /** @description the criterion's score when chosen, 0 to 1 */
+            /** @description the criterion's score when chosen, 0 to 1; an na option's is never scored (any number) */
             value: number;
             /** @description choosing it means the criterion cannot be assessed */
             na?: boolean;
@@ -1043,7 +1043,7 @@ export interface components {
         RubricOptionInput: {
             /** @description what the judge may answer */
             label: string;
-            /** @description the criterion's score when chosen, 0 to 1 */
+            /** @description the criterion's score when chosen, 0 to 1; an na option's is never scored (any number) */
             value: number;
             /** @description choosing it means the criterion cannot be assessed */
             na?: boolean;

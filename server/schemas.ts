@@ -178,7 +178,13 @@ export const GradeScore = z
       .record(z.string(), z.unknown())
       .optional()
       .describe("what the grader returned besides the score (a judge adds its model and token usage)"),
-    subscores: z.array(z.unknown()).optional().describe("combined graders: each part's score"),
+    subscores: z
+      .array(z.unknown())
+      .optional()
+      .describe(
+        "the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} " +
+          "(value is score's old name, kept as an alias); a function grader's are passed through as it returned them",
+      ),
   })
   .describe("a thread's score")
   .meta({ id: "GradeScore" });
