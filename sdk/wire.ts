@@ -1141,6 +1141,8 @@ export interface components {
             report: components["schemas"]["UpdateReport"];
             /** @description true: nothing was stored, the grader shown is the current one */
             dryRun?: boolean;
+            /** @description true: the source (by sha256) and settings (description, samples) were the current version's, so nothing was stored: the grader is still at its version */
+            unchanged?: boolean;
         };
         /** @description the checks' verdict */
         ValidateResponse: {

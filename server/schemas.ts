@@ -360,6 +360,13 @@ export const UpdateReport = z
 export const UpdateResult = GraderDetail.extend({
   report: UpdateReport,
   dryRun: z.boolean().optional().describe("true: nothing was stored, the grader shown is the current one"),
+  unchanged: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: the source (by sha256) and settings (description, samples) were the current version's, so nothing was stored: " +
+        "the grader is still at its version",
+    ),
 })
   .describe("the grader after the update (unchanged for a dry run) and how its samples' scores changed")
   .meta({ id: "UpdateResult" });
