@@ -7,7 +7,7 @@ NODE := node --no-node-snapshot --import tsx
 ALL_TESTS := $(sort $(wildcard test/*.test.ts))
 TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
 # the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
-SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap))
+SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap install))
 
 .PHONY: install run build test test-fast test-postgres check bench soak clean package
 
@@ -17,9 +17,13 @@ SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-cli
 
 node_modules/.installed: package.json package-lock.json .node/bin/node
 	# npm install, not npm ci: the registry here lacks some of biome's optional per-platform binaries,
-	# which npm ci insists on finding in the lock file. The lock file still pins every version.
-	# A native module without a prebuilt binary for this platform compiles against .node's headers.
-	if [ -d .node/include/node ]; then export npm_config_nodedir=$(CURDIR)/.node; fi; npm install --no-audit --no-fund
+	# which npm ci insists on finding in the lock file. The lock file still pins every version, and
+	# --no-save keeps it as committed: another npm than the lock's producer (Node 20's npm 10, say)
+	# would otherwise rewrite it and leave a fresh clone's git status dirty (test/install.test.ts).
+	# A native module without a prebuilt binary for this platform compiles against .node's headers:
+	# node-gyp reads npm_package_config_node_gyp_nodedir, which npm does not warn about as it does
+	# about npm_config_nodedir (an unknown npm config since npm 11).
+	if [ -d .node/include/node ]; then export npm_package_config_node_gyp_nodedir=$(CURDIR)/.node; fi; npm install --no-audit --no-fund --no-save
 	@touch $@
 
 install: node_modules/.installed

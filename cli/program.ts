@@ -140,6 +140,7 @@ export function clientProgram(): Command {
           }
           if (opts.json) return printJson(result);
           if (created) console.log(`✓ created ${result.key} (version 1) in ${result.language}`);
+          else if (result.unchanged) return console.log(`✓ ${result.key} unchanged, still version ${result.version}`);
           else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
           else console.log(`✓ updated ${result.key} to version ${result.version} in ${result.language}`);
           for (const w of result.warnings) console.log(`  warning: ${w}`);

@@ -1,6 +1,7 @@
-// The commands that come with the server, not with the client: `serve` starts it; `keys` manages
-// API keys directly in its database (it needs no running server, and no key to make the first
-// one). They import the server (better-sqlite3, the config), so the client package leaves them out.
+// The commands that come with the server, not with the client: `serve` starts it; `keys` (cli/keys.ts)
+// manages API keys directly in its database without --server (it needs no running server, and no
+// key to make the first one). They import the server (better-sqlite3, the config), so the client
+// package leaves them out: its `keys` works over HTTP only.
 
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -11,6 +12,7 @@ import { isPostgresUrl } from "../server/db/db.ts";
 import { NAME } from "../server/schemas.ts";
 import { Store } from "../server/store.ts";
 import { EXIT_FAILED, usageError } from "./api.ts";
+import { addKeyCommands } from "./keys.ts";
 
 interface KeysOptions {
   init?: boolean;
@@ -43,8 +45,6 @@ async function withStore<T>(opts: KeysOptions, fn: (store: Store) => Promise<T>)
   }
 }
 
-const INIT_HELP = "create the database if it does not exist (without it, a missing database is an error)";
-
 export function addServerCommands(program: Command): void {
   const serve = program
     .command("serve")
@@ -61,56 +61,23 @@ export function addServerCommands(program: Command): void {
       child.on("exit", (code) => process.exit(code ?? 1));
     });
 
-  const keys = program
-    .command("keys")
-    .description("manage API keys (stored as hashes in GRADEBOX_DB; the database it opens is named on stderr)");
-
-  keys
-    .command("create")
-    .description("create a key for a project (and the project, if new); the key is printed once")
-    .requiredOption("-p, --project <name>", "the project the key can access")
-    .option("-l, --label <text>", "a note to recognise the key by", "")
-    .option("--json", "print JSON")
-    .option("--init", INIT_HELP)
-    .action(async (opts: KeysOptions & { project: string; label: string }, command: Command) => {
+  const keys = addKeyCommands(program, {
+    create: (opts, command) => {
       if (!NAME.test(opts.project)) {
         command.error(`error: project must match [a-z0-9][a-z0-9._-]{0,127}, got "${opts.project}"`);
       }
-      const { key, info } = await withStore(opts, (s) => s.keys.create(opts.project, opts.label));
-      if (opts.json) console.log(JSON.stringify({ key, ...info }));
-      else console.log(`${key}\n\n(${info.id} for project ${info.project}; it is not shown again)`);
-    });
-
-  keys
-    .command("list")
-    .description("list keys (never the keys themselves)")
-    .option("-p, --project <name>", "only this project")
-    .option("--json", "print JSON")
-    .option("--init", INIT_HELP)
-    .action(async (opts: KeysOptions & { project?: string }) => {
-      const rows = await withStore(opts, (s) => s.keys.list(opts.project));
-      if (opts.json) return console.log(JSON.stringify(rows));
-      if (rows.length === 0) return console.log("no keys");
-      for (const k of rows) {
-        console.log(`${k.id}  ${k.project.padEnd(16)} ${k.prefix}…  ${k.revokedAt ? `revoked ${k.revokedAt}` : "active"}  ${k.label}`);
-      }
-    });
-
-  keys
-    .command("revoke")
-    .description("revoke a key by its id (from `keys list`); it stops working at once")
-    .argument("<id>", "the key id, key_…")
-    .option("--json", "print JSON")
-    .option("--init", INIT_HELP)
-    .action(async (id: string, opts: KeysOptions) => {
+      return withStore(opts, (s) => s.keys.create(opts.project, opts.label, opts.role));
+    },
+    list: (opts) => withStore(opts, (s) => s.keys.list(opts.project)),
+    revoke: async (id, opts) => {
       try {
         await withStore(opts, (s) => s.keys.revoke(id));
       } catch (error) {
         console.error(`error: ${(error as Error).message}`);
         process.exit(EXIT_FAILED);
       }
-      console.log(opts.json ? JSON.stringify({ revoked: id }) : `revoked ${id}`);
-    });
+    },
+  });
 
   // listed first in the help, as they always were
   const commands = program.commands as Command[];

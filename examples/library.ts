@@ -6,9 +6,9 @@ async function grade(thread: StringThread) {
   const answer = thread.completion() ?? "";
   const expected = String(thread.metadata.expected ?? "");
   const result = combine([
-    { name: "exact", value: exactMatch(answer, expected), weight: 2 },
-    { name: "numeric", value: numericMatch(answer, Number(expected), { tolerance: 0.5 }) },
-    { name: "overlap", value: f1Score(answer, expected) },
+    { name: "exact", score: exactMatch(answer, expected), weight: 2 },
+    { name: "numeric", score: numericMatch(answer, Number(expected), { tolerance: 0.5 }) },
+    { name: "overlap", score: f1Score(answer, expected) },
   ]);
-  return { ...result, reason: `${result.subscores.filter((s) => s.value === 1).length} of 3 checks passed` };
+  return { ...result, reason: `${result.subscores.filter((s) => s.score === 1).length} of 3 checks passed` };
 }

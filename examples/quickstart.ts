@@ -10,17 +10,18 @@ const client = new Gradebox({
   apiKey: process.env.GRADEBOX_API_KEY ?? readFileSync("data/default.key", "utf8").trim(),
 });
 
-async function grade(thread: StringThread): Promise<number> {
+// the grader's source as the server stores it (a file works too: `file: "my-grader.ts"`)
+const source = `async function grade(thread: StringThread): Promise<number> {
   const completion = thread.completion() ?? "";
   const expected = thread.metadata.expected ?? "";
   return completion.trim() === String(expected).trim() ? 1.0 : 0.0;
-}
+}`;
 
 // start clean, so the quickstart can be run again
 await client.graders.lock({ graderKey: "exact-match", locked: false }).catch((e) => e instanceof NotFoundError || Promise.reject(e));
 await client.graders.delete({ graderKey: "exact-match" }).catch((e) => e instanceof NotFoundError || Promise.reject(e));
 
-const created = await client.graders.create.function({ key: "exact-match", fn: grade, description: "Strict equality" });
+const created = await client.graders.create.function({ key: "exact-match", source, description: "Strict equality" });
 console.log("created", created.key, "warnings:", created.warnings);
 
 const thread = new StringThread(

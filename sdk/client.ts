@@ -6,8 +6,11 @@ import { functionSource, languageOfFile } from "./source.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
 import type {
+  ApiKey,
+  CreateApiKeyParams,
   CreateBinaryJudgeParams,
   CreateCombinedParams,
+  CreatedApiKey,
   CreateExternalEndpointParams,
   CreateFunctionParams,
   CreateModelParams,
@@ -120,6 +123,7 @@ export class Gradebox {
   readonly graders: Graders;
   readonly models: Models;
   readonly secrets: Secrets;
+  readonly keys: Keys;
   private readonly apiKey: string | undefined;
   private readonly transport: Transport;
   private readonly timeout: number;
@@ -135,6 +139,7 @@ export class Gradebox {
     this.graders = new Graders(this);
     this.models = new Models(this);
     this.secrets = new Secrets(this);
+    this.keys = new Keys(this);
   }
 
   /**
@@ -583,5 +588,36 @@ export class Secrets {
   /** Refused with ConflictError (SECRET_IN_USE; `error.body.usedBy` names them) while a model or endpoint uses it. */
   async delete({ name }: { name: string }, options?: RequestOptions): Promise<void> {
     await this.client.request("DELETE", this.path(name), { retry: true, options });
+  }
+}
+
+/**
+ * The project's API keys, for a project admin (an `admin` key of the project; `apiKey` may also be
+ * the operator's GRADEBOX_ADMIN_TOKEN, for any `project`). A `grader` key gets PermissionDeniedError
+ * (403 FORBIDDEN).
+ */
+export class Keys {
+  constructor(private readonly client: Gradebox) {}
+
+  private path(id?: string): string {
+    return `/v1/projects/${encodeURIComponent(this.client.project)}/keys${id === undefined ? "" : `/${encodeURIComponent(id)}`}`;
+  }
+
+  /** A new key (`role` grader unless given; a project's first key is admin): `key` is in this answer only. Never retried. */
+  create(params: CreateApiKeyParams = {}, options?: RequestOptions): Promise<CreatedApiKey> {
+    return this.client.request("POST", this.path(), { body: params satisfies RequestBody<"keys.create">, retry: false, options });
+  }
+
+  /** The project's keys, live and revoked (never a key itself). */
+  async list(options?: RequestOptions): Promise<ApiKey[]> {
+    return (await this.client.request<{ data: ApiKey[] }>("GET", this.path(), { retry: true, options })).data;
+  }
+
+  /**
+   * Revokes a key by id (from `list`): every node refuses it from the answer on. NotFoundError
+   * (KEY_NOT_FOUND) for an id not in the project; ConflictError (LAST_ADMIN_KEY) for the project's last live admin key.
+   */
+  revoke({ id }: { id: string }, options?: RequestOptions): Promise<ApiKey> {
+    return this.client.request("DELETE", this.path(id), { retry: true, options });
   }
 }

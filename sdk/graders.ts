@@ -1,7 +1,9 @@
 // gradebox/graders: the grader standard library. One dependency-free module used in three
 // places: bundled into graders that import it (inside the sandbox), exported by the SDK, and
 // used by the server for combined graders. Semantics follow HUD's graders (text helpers,
-// SubScore, combine) and autorubric's rubric scoring (scoreRubric).
+// SubScore, combine; test/hud-semantics.test.ts checks them against HUD's own Python) and
+// autorubric's rubric scoring (scoreRubric). A score is `score` everywhere; `value` (a
+// subscore's) and `reward` (combine's) are its old names, kept as aliases.
 
 import type * as Wire from "./wire.ts";
 
@@ -17,9 +19,25 @@ export function normalize(text: unknown): string {
   return String(text).toLowerCase().replace(NOT_WORD_OR_SPACE, " ").replace(ARTICLES, " ").replace(/\s+/gu, " ").trim();
 }
 
-/** 1.0 when equal after `normalize` (or, with normalizeText: false, after trim + lower-case). */
+/**
+ * Python's str.strip() set (str.isspace): JavaScript's trim() also strips U+FEFF, and leaves
+ * U+001C-U+001F and U+0085, which Python strips. HUD's helpers are Python's.
+ */
+const PY_SPACE = new Set([..."\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"].map((c) => c.charCodeAt(0)));
+for (let c = 0x2000; c <= 0x200a; c++) PY_SPACE.add(c);
+
+/** `text` with Python's `str.strip()` applied (a scan from each end). */
+function pyStrip(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && PY_SPACE.has(text.charCodeAt(start))) start++;
+  while (end > start && PY_SPACE.has(text.charCodeAt(end - 1))) end--;
+  return text.slice(start, end);
+}
+
+/** 1.0 when equal after `normalize` (or, with normalizeText: false, after Python's strip() + lower-case). */
 export function exactMatch(answer: unknown, expected: unknown, { normalizeText = true }: { normalizeText?: boolean } = {}): number {
-  const prep = normalizeText ? normalize : (x: unknown) => String(x).trim().toLowerCase();
+  const prep = normalizeText ? normalize : (x: unknown) => pyStrip(String(x)).toLowerCase();
   return prep(answer) === prep(expected) ? 1.0 : 0.0;
 }
 
@@ -101,80 +119,128 @@ export function f1Score(answer: unknown, reference: unknown): number {
 // ---------------------------------------------------------------------------------------------
 // Combining
 
-export interface SubScore {
+/** What a subscore is made from: `score` in [0, 1] (`value`, its old name, is accepted as an alias). */
+interface SubScoreFields {
   name: string;
-  value: number;
   /** default 1; negative weights are penalties */
   weight?: number;
   metadata?: Record<string, unknown>;
   /** the inputs of combineAny / combineAll */
   children?: SubScore[];
 }
+export type SubScoreInput = SubScoreFields &
+  (
+    | { score: number /** @deprecated the old name of `score` */; value?: number }
+    | { score?: undefined /** @deprecated the old name of `score`: give `score` */; value: number }
+  );
+
+/** A subscore as the library gives it back: `score`, and `value` (the same number, the old name, deprecated). */
+export interface SubScore extends SubScoreFields {
+  score: number;
+  /** @deprecated the old name of `score`, kept so that readers of `value` keep working */
+  value: number;
+}
 
 export interface Combined {
-  reward: number;
+  score: number;
+  /** @deprecated the old name of `score` (not enumerable: JSON carries `score` only) */
+  readonly reward: number;
   /** the inputs, duplicate names renamed, positive weights normalized to sum to 1 */
   subscores: Array<SubScore & { weight: number }>;
 }
 
+/** `bounded: false` accepts any finite score (combined graders: a part's score is any finite number). */
+interface Bounds {
+  bounded?: boolean;
+}
+
+/** The input's score (`score`, or its alias `value`), checked as HUD's SubScore checks it: a number in [0, 1]. */
+function scoreOf(s: SubScoreInput, bounded: boolean): number {
+  const { score, value } = s as { score?: unknown; value?: unknown };
+  if (score !== undefined && value !== undefined && score !== value) {
+    throw new RangeError(`subscore "${s.name}": score ${score} and value ${value} differ (value is the old name of score: give one)`);
+  }
+  const x = score ?? value;
+  if (typeof x !== "number" || !Number.isFinite(x)) throw new RangeError(`subscore "${s.name}": score must be a finite number, got ${x}`);
+  if (bounded && !(x >= 0 && x <= 1)) throw new RangeError(`subscore "${s.name}": score must be between 0 and 1, got ${x}`);
+  return x;
+}
+
+/** The input as the library gives it back: `score` and `value` both set, any other field kept. */
+function scored(s: SubScoreInput, name: string, bounded: boolean): SubScore {
+  const score = scoreOf(s, bounded);
+  return { ...s, name, score, value: score };
+}
+
 /**
- * Every occurrence of a repeated name becomes `name-k`, k counting on from the highest numeric
- * suffix that name already has, skipping any name that is taken or present in the input.
+ * HUD's renaming of duplicate names: a name that occurs once stays; each occurrence of a
+ * repeated one becomes `name-k`, k counting from 1 per name and skipping any name already
+ * given or present in the input.
  */
 export function dedupeNames(names: readonly string[]): string[] {
   const counts = new Map<string, number>();
   for (const n of names) counts.set(n, (counts.get(n) ?? 0) + 1);
-  const taken = new Set(names);
-  const next = new Map<string, number>();
+  const reserved = new Set(names);
+  const used = new Set<string>();
+  const usage = new Map<string, number>();
   return names.map((name) => {
-    if ((counts.get(name) ?? 0) < 2) return name;
-    let k = next.get(name);
-    if (k === undefined) {
-      k = 0;
-      const prefix = `${name}-`;
-      for (const other of names) {
-        if (other.startsWith(prefix) && /^\d+$/.test(other.slice(prefix.length))) k = Math.max(k, Number(other.slice(prefix.length)));
-      }
-      k += 1;
+    let final = name;
+    if (counts.get(name) !== 1 || used.has(name)) {
+      let k = usage.get(name) ?? 0;
+      do k++;
+      while (used.has(`${name}-${k}`) || reserved.has(`${name}-${k}`));
+      usage.set(name, k);
+      final = `${name}-${k}`;
     }
-    while (taken.has(`${name}-${k}`)) k++;
-    const renamed = `${name}-${k}`;
-    taken.add(renamed);
-    next.set(name, k + 1);
-    return renamed;
+    used.add(final);
+    return final;
   });
 }
 
-export function combine(subscores: readonly SubScore[]): Combined {
+export function combine(subscores: readonly SubScoreInput[], { bounded = true }: Bounds = {}): Combined {
   if (subscores.length === 0) throw new RangeError("combine: no subscores");
   const weights = subscores.map((s) => s.weight ?? 1);
   const positive = weights.filter((w) => w > 0).reduce((a, b) => a + b, 0);
   if (!(positive > 0)) throw new RangeError("combine: the positive weights must sum to more than 0");
   const names = dedupeNames(subscores.map((s) => s.name));
-  const out = subscores.map((s, i) => ({ ...s, name: names[i], weight: weights[i] > 0 ? weights[i] / positive : weights[i] }));
-  const reward = out.reduce((sum, s) => sum + s.value * s.weight, 0);
-  return { reward, subscores: out };
+  const out = subscores.map((s, i) => ({
+    ...scored(s, names[i], bounded),
+    weight: weights[i] > 0 ? weights[i] / positive : weights[i],
+  }));
+  const score = out.reduce((sum, s) => sum + s.score * s.weight, 0);
+  const combined = { score, subscores: out } as Combined;
+  Object.defineProperty(combined, "reward", { value: score, enumerable: false });
+  return combined;
 }
 
-function collapse(subscores: readonly SubScore[], pick: (values: number[]) => number, name: string, weight: number): SubScore {
-  if (subscores.length === 0) throw new RangeError(`combine${name === "any" ? "Any" : "All"}: no subscores`);
-  return { name, value: pick(subscores.map((s) => s.value)), weight, children: [...subscores] };
+function collapse(
+  subscores: readonly SubScoreInput[],
+  pick: (scores: number[]) => number,
+  { name, weight, bounded = true }: { name: string; weight: number } & Bounds,
+  which: "Any" | "All",
+): SubScore {
+  if (subscores.length === 0) throw new RangeError(`combine${which}: no subscores`);
+  // HUD names the children as combine names subscores (x-1, x-2): they must be told apart in a trace
+  const names = dedupeNames(subscores.map((s) => s.name));
+  const children = subscores.map((s, i) => scored(s, names[i], bounded));
+  const score = pick(children.map((c) => c.score));
+  return { name, score, value: score, weight, children };
 }
 
-/** Boolean OR: one SubScore with the maximum value. */
+/** Boolean OR: one SubScore with the highest score; the inputs (renamed as `combine` does) as its children. */
 export function combineAny(
-  subscores: readonly SubScore[],
-  { name = "any", weight = 1 }: { name?: string; weight?: number } = {},
+  subscores: readonly SubScoreInput[],
+  { name = "any", weight = 1, ...bounds }: { name?: string; weight?: number } & Bounds = {},
 ): SubScore {
-  return collapse(subscores, (v) => Math.max(...v), name, weight);
+  return collapse(subscores, (v) => Math.max(...v), { name, weight, ...bounds }, "Any");
 }
 
-/** Boolean AND: one SubScore with the minimum value. */
+/** Boolean AND: one SubScore with the lowest score; the inputs (renamed as `combine` does) as its children. */
 export function combineAll(
-  subscores: readonly SubScore[],
-  { name = "all", weight = 1 }: { name?: string; weight?: number } = {},
+  subscores: readonly SubScoreInput[],
+  { name = "all", weight = 1, ...bounds }: { name?: string; weight?: number } & Bounds = {},
 ): SubScore {
-  return collapse(subscores, (v) => Math.min(...v), name, weight);
+  return collapse(subscores, (v) => Math.min(...v), { name, weight, ...bounds }, "All");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,7 +265,8 @@ function checkCriterion(c: Criterion, i: number): void {
   if (!c.options) return;
   const real = c.options.filter((o) => !o.na);
   if (real.length < 2) throw new RangeError(`criterion ${c.name ?? i}: a multi-choice criterion needs at least 2 non-NA options`);
-  for (const o of c.options) {
+  // an NA option's value is never scored: autorubric ignores it, and so does this
+  for (const o of real) {
     if (!(o.value >= 0 && o.value <= 1)) throw new RangeError(`criterion ${c.name ?? i}: option "${o.label}" has a value outside [0, 1]`);
   }
 }

@@ -6,6 +6,7 @@ export {
   Gradebox,
   GraderList,
   Graders,
+  Keys,
   Models,
   type RequestOptions,
   Secrets,

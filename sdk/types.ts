@@ -54,6 +54,16 @@ export type CreateExternalEndpointParams = Wire.RequestBody<"graders.create.exte
 export type EndpointDefinition = Wire.EndpointSpec;
 
 // ---------------------------------------------------------------------------------------------
+// API keys
+
+/** An API key as listed: id, project, prefix, label, role, dates; never the key itself. */
+export type ApiKey = Wire.ApiKey;
+/** A new API key with the key itself (`key`), which the server never shows again. */
+export type CreatedApiKey = Wire.CreatedApiKey;
+/** `admin` (the project's keys too) or `grader` (everything else). */
+export type KeyRole = Wire.KeyRole;
+export type CreateApiKeyParams = Wire.RequestBody<"keys.create">;
+
 // Secrets
 
 /** A project secret: its name, where it may be sent and when it was set. Its value is never returned. */

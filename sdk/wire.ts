@@ -517,6 +517,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description The project's keys, live and revoked: ids, prefixes, labels, roles and dates, never a key itself. An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN) for any project; a grader key answers 403 FORBIDDEN.
+         */
+        get: operations["keys.list"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description A new key for the project, returned with the key itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN) for any project; a grader key answers 403 FORBIDDEN. The operator's token may create a new project's first key, which creates the project; a project's first key is its admin.
+         */
+        post: operations["keys.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes the key: every node refuses it from the answer on. Revoking a revoked key answers it again. An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN) for any project; a grader key answers 403 FORBIDDEN. An admin key cannot revoke the project's last live admin key (409 LAST_ADMIN_KEY: nobody could manage the keys after it); the operator's token can.
+         */
+        delete: operations["keys.revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/graders/{graderKey}/reward/info": {
         parameters: {
             query?: never;
@@ -601,6 +645,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description an API key as listed: never the key itself */
+        ApiKey: {
+            /** @description the key's id (key_…): what revoking names */
+            id: string;
+            /** @description the project the key belongs to */
+            project: string;
+            /** @description the key's first characters, to recognise it */
+            prefix: string;
+            /** @description a note to recognise the key by */
+            label: string;
+            role: components["schemas"]["KeyRole"];
+            /** @description ISO 8601: when it was made */
+            createdAt: string;
+            /** @description ISO 8601: when it was revoked; null while it is live */
+            revokedAt: string | null;
+        };
+        /** @description the project's API keys */
+        ApiKeyList: {
+            /** @description the project's keys, live and revoked, oldest first */
+            data: components["schemas"]["ApiKey"][];
+        };
         /** @description a binary judge: PASS (1) or FAIL (0) against its criteria */
         BinaryJudge: {
             /** @constant */
@@ -617,12 +682,12 @@ export interface components {
             };
         };
         /**
-         * @description a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread
+         * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
          * @enum {string}
          */
         CannotAssessStrategy: "skip" | "zero" | "partial" | "fail";
         /**
-         * @description a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread
+         * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
          * @enum {string}
          */
         CannotAssessStrategyInput: "skip" | "zero" | "partial" | "fail";
@@ -648,6 +713,31 @@ export interface components {
             version: number;
             /** @description true when the part stays on `version`; false when it follows the part's current version */
             pinned: boolean;
+        };
+        /** @description a new key's label and role */
+        CreateApiKeyInput: {
+            /** @description a note to recognise the key by (none unless given) */
+            label?: string;
+            /** @description grader unless given (a project's first key is always admin) */
+            role?: components["schemas"]["KeyRoleInput"];
+        };
+        /** @description a new API key, with the key itself (never shown again) */
+        CreatedApiKey: {
+            /** @description the key's id (key_…): what revoking names */
+            id: string;
+            /** @description the project the key belongs to */
+            project: string;
+            /** @description the key's first characters, to recognise it */
+            prefix: string;
+            /** @description a note to recognise the key by */
+            label: string;
+            role: components["schemas"]["KeyRole"];
+            /** @description ISO 8601: when it was made */
+            createdAt: string;
+            /** @description ISO 8601: when it was revoked; null while it is live */
+            revokedAt: string | null;
+            /** @description the key itself: shown in this answer only, stored only as its SHA-256 */
+            key: string;
         };
         /** @description what GET {url}/info answered at registration */
         EndpointInfo: {
@@ -730,7 +820,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description combined graders: each part's score */
+            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
             subscores?: unknown[];
             /** @description time spent grading, in milliseconds */
             durationMs: number;
@@ -751,7 +841,7 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @description combined graders: each part's score */
+            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
             subscores?: unknown[];
         };
         /** @description a grader, without its source or definition */
@@ -889,6 +979,16 @@ export interface components {
         };
         /** @description a judge's definition, by type */
         JudgeSpec: components["schemas"]["BinaryJudge"] | components["schemas"]["PrebuiltJudge"] | components["schemas"]["RubricJudge"];
+        /**
+         * @description admin: everything in the project, its keys too; grader: everything but the keys (a project's first key is its admin)
+         * @enum {string}
+         */
+        KeyRole: "admin" | "grader";
+        /**
+         * @description admin: everything in the project, its keys too; grader: everything but the keys (a project's first key is its admin)
+         * @enum {string}
+         */
+        KeyRoleInput: "admin" | "grader";
         /**
          * @description what a function grader's source is written in: typescript (TypeScript or JavaScript) or python
          * @enum {string}
@@ -1052,7 +1152,7 @@ export interface components {
         RubricOption: {
             /** @description what the judge may answer */
             label: string;
-            /** @description the criterion's score when chosen, 0 to 1 */
+            /** @description the criterion's score when chosen, 0 to 1; an na option's is never scored (any number) */
             value: number;
             /** @description choosing it means the criterion cannot be assessed */
             na?: boolean;
@@ -1061,7 +1161,7 @@ export interface components {
         RubricOptionInput: {
             /** @description what the judge may answer */
             label: string;
-            /** @description the criterion's score when chosen, 0 to 1 */
+            /** @description the criterion's score when chosen, 0 to 1; an na option's is never scored (any number) */
             value: number;
             /** @description choosing it means the criterion cannot be assessed */
             na?: boolean;
@@ -1161,6 +1261,8 @@ export interface components {
             report: components["schemas"]["UpdateReport"];
             /** @description true: nothing was stored, the grader shown is the current one */
             dryRun?: boolean;
+            /** @description true: the source (by sha256) and settings (description, samples) were the current version's, so nothing was stored: the grader is still at its version */
+            unchanged?: boolean;
         };
         /** @description the checks' verdict */
         ValidateResponse: {
@@ -1181,12 +1283,16 @@ export interface components {
     headers: never;
     pathItems: never;
 }
+export type ApiKey = components['schemas']['ApiKey'];
+export type ApiKeyList = components['schemas']['ApiKeyList'];
 export type BinaryJudge = components['schemas']['BinaryJudge'];
 export type CannotAssessStrategy = components['schemas']['CannotAssessStrategy'];
 export type CannotAssessStrategyInput = components['schemas']['CannotAssessStrategyInput'];
 export type CombineMode = components['schemas']['CombineMode'];
 export type CombineModeInput = components['schemas']['CombineModeInput'];
 export type CombinedPart = components['schemas']['CombinedPart'];
+export type CreateApiKeyInput = components['schemas']['CreateApiKeyInput'];
+export type CreatedApiKey = components['schemas']['CreatedApiKey'];
 export type EndpointInfo = components['schemas']['EndpointInfo'];
 export type EndpointSpec = components['schemas']['EndpointSpec'];
 export type GradeBatchResponse = components['schemas']['GradeBatchResponse'];
@@ -1202,6 +1308,8 @@ export type GraderVersionDetail = components['schemas']['GraderVersionDetail'];
 export type GraderVersionList = components['schemas']['GraderVersionList'];
 export type JudgePrompt = components['schemas']['JudgePrompt'];
 export type JudgeSpec = components['schemas']['JudgeSpec'];
+export type KeyRole = components['schemas']['KeyRole'];
+export type KeyRoleInput = components['schemas']['KeyRoleInput'];
 export type Language = components['schemas']['Language'];
 export type LanguageInput = components['schemas']['LanguageInput'];
 export type Limits = components['schemas']['Limits'];
@@ -2255,6 +2363,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SecretList"];
+                };
+            };
+        };
+    };
+    "keys.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+        };
+    };
+    "keys.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+            };
+            cookie?: never;
+        };
+        /** @description a new key's label and role */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyInput"];
+            };
+        };
+        responses: {
+            /** @description The key, shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+        };
+    };
+    "keys.revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the key's id, key_… */
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
                 };
             };
         };

@@ -19,6 +19,7 @@ import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { judgeRoutes } from "./routes/judges.ts";
+import { keyRoutes } from "./routes/keys.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { rewardRoutes } from "./routes/reward.ts";
 import { secretRoutes } from "./routes/secrets.ts";
@@ -61,13 +62,14 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
 
   // every /v1 route takes an API key: one hook for all of them, registered around them
   await app.register(async (v1) => {
-    v1.addHook("onRequest", authenticate(store.cache));
+    v1.addHook("onRequest", authenticate(store.cache, config.adminToken));
     await v1.register(accountRoutes, { config });
     await v1.register(graderRoutes, services);
     await v1.register(judgeRoutes, services);
     await v1.register(modelRoutes, services);
     await v1.register(endpointRoutes, services);
     await v1.register(secretRoutes, services);
+    await v1.register(keyRoutes, { store });
     await v1.register(rewardRoutes, services);
   });
   return app;

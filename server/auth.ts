@@ -1,12 +1,20 @@
-// Bearer-key authentication for /v1 routes. A key sees only its own project: any other
-// project answers 404, the same as a project that does not exist.
+// Bearer authentication for /v1 routes. An API key sees only its own project: any other project
+// answers 404, the same as a project that does not exist. The keys routes (route config
+// `keyManagement`) also need the key's role to be admin, or take the operator's token
+// (GRADEBOX_ADMIN_TOKEN), which manages every project's keys and nothing else.
 
 import type { FastifyRequest } from "fastify";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** the project of the request's API key, once authenticated */
+    /** the project of the request's API key (for the operator's token, the path's), once authenticated */
     project: string;
+    /** the API key's role, or "operator" for the operator's token */
+    keyRole: KeyRole | "operator";
+  }
+  interface FastifyContextConfig {
+    /** the route manages API keys: an admin key of the project, or the operator's token */
+    keyManagement?: boolean;
   }
 }
 
@@ -14,24 +22,49 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { MetricsToken } from "./bootstrap.ts";
 import { AppError } from "./errors.ts";
 import type { RegistryCache } from "./registry-cache.ts";
+import type { KeyRole } from "./store/keys.ts";
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
-export function authenticate(registry: Pick<RegistryCache, "verifyKey">) {
+const digest = (text: string) => createHash("sha256").update(text).digest();
+
+/** What a client is told to do without a key: commands that work from wherever it is. */
+export const NO_KEY_HINT =
+  "send `Authorization: Bearer <api key>`. A project's admin makes keys for the team from anywhere with " +
+  "`gradebox keys create --server <this server's URL>` (the admin's own key in GRADEBOX_API_KEY); on the server's host, " +
+  "`npx gradebox keys create --project <name>` (make run prints the default project's first key)";
+
+export function authenticate(registry: Pick<RegistryCache, "grantOf">, adminToken?: string) {
+  const operator = adminToken === undefined ? undefined : digest(adminToken);
   return async (req: FastifyRequest) => {
     const match = BEARER.exec(req.headers.authorization ?? "");
-    if (!match) {
-      throw new AppError(
-        "UNAUTHORIZED",
-        "send `Authorization: Bearer <api key>`; `npx gradebox keys create --project <name>` makes a key (make run prints the default one)",
-      );
-    }
-    const project = await registry.verifyKey(match[1]);
-    if (!project) throw new AppError("UNAUTHORIZED", "the API key is not valid or has been revoked");
-    req.project = project;
+    if (!match) throw new AppError("UNAUTHORIZED", NO_KEY_HINT);
+    const keyManagement = req.routeOptions.config?.keyManagement === true;
     const wanted = (req.params as { project?: string }).project;
-    if (wanted !== undefined && wanted !== project) {
+    // compared as SHA-256 digests: the time taken says nothing of the token
+    if (operator && timingSafeEqual(digest(match[1]), operator)) {
+      if (!keyManagement || wanted === undefined) {
+        throw new AppError(
+          "UNAUTHORIZED",
+          "the operator's token (GRADEBOX_ADMIN_TOKEN) manages API keys only (/v1/projects/{project}/keys); this route needs an API key",
+        );
+      }
+      req.project = wanted;
+      req.keyRole = "operator";
+      return;
+    }
+    const grant = await registry.grantOf(match[1]);
+    if (!grant) throw new AppError("UNAUTHORIZED", "the API key is not valid or has been revoked");
+    req.project = grant.project;
+    req.keyRole = grant.role;
+    if (wanted !== undefined && wanted !== grant.project) {
       throw new AppError("PROJECT_NOT_FOUND", `no project "${wanted}" for this API key`);
+    }
+    if (keyManagement && grant.role !== "admin") {
+      throw new AppError(
+        "FORBIDDEN",
+        `this API key's role is ${grant.role}: managing the project's keys needs one of its admin keys (\`gradebox keys list\` shows the roles) or the operator's token`,
+      );
     }
   };
 }
@@ -41,7 +74,7 @@ export function authenticate(registry: Pick<RegistryCache, "verifyKey">) {
  * Compared as SHA-256 digests with timingSafeEqual, so the time taken says nothing of the token.
  */
 export function authenticateMetrics({ token, source }: MetricsToken) {
-  const expected = createHash("sha256").update(token).digest();
+  const expected = digest(token);
   const where =
     source === "GRADEBOX_METRICS_TOKEN"
       ? "the value of GRADEBOX_METRICS_TOKEN in the server's environment"
@@ -51,7 +84,7 @@ export function authenticateMetrics({ token, source }: MetricsToken) {
   const detail = `GET /metrics needs \`Authorization: Bearer <metrics token>\`; the metrics token is ${where}. API keys are not accepted here`;
   return async (req: FastifyRequest) => {
     const given = BEARER.exec(req.headers.authorization ?? "")?.[1];
-    if (given === undefined || !timingSafeEqual(createHash("sha256").update(given).digest(), expected)) {
+    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
       throw new AppError("UNAUTHORIZED", detail);
     }
   };

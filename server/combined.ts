@@ -3,13 +3,13 @@
 // are combined with gradebox/graders' rules.
 
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
-import { combine, combineAll, combineAny, type SubScore } from "../sdk/graders.ts";
+import { combine, combineAll, combineAny, type SubScoreInput } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import type { CombineMode, ResolvedPart } from "./store/graders.ts";
 
-function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScore {
+function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: number }>): SubScoreInput {
   const metadata = { ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...outcome.metadata };
-  return { name: part.name, value: outcome.score, weight: part.weight, ...(Object.keys(metadata).length ? { metadata } : {}) };
+  return { name: part.name, score: outcome.score, weight: part.weight, ...(Object.keys(metadata).length ? { metadata } : {}) };
 }
 
 export async function gradeCombined(
@@ -20,7 +20,7 @@ export async function gradeCombined(
 ): Promise<GradeOutcome[]> {
   const perPart = await Promise.all(parts.map((p) => gradePart(p, threads)));
   return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
-    const subscores: SubScore[] = [];
+    const subscores: SubScoreInput[] = [];
     for (const [k, part] of parts.entries()) {
       const outcome = perPart[k][i];
       if ("error" in outcome) {
@@ -36,11 +36,12 @@ export async function gradeCombined(
       }
       subscores.push(subscore(part, outcome));
     }
+    // a part's score is any finite number (a grader's contract), not HUD's [0, 1]: unbounded
     if (mode === "weighted") {
-      const { reward, subscores: weighted } = combine(subscores);
-      return { score: reward, subscores: weighted };
+      const { score, subscores: weighted } = combine(subscores, { bounded: false });
+      return { score, subscores: weighted };
     }
-    const collapsed = (mode === "any" ? combineAny : combineAll)(subscores);
-    return { score: collapsed.value, subscores: collapsed.children };
+    const collapsed = (mode === "any" ? combineAny : combineAll)(subscores, { bounded: false });
+    return { score: collapsed.score, subscores: collapsed.children };
   });
 }

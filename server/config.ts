@@ -83,6 +83,16 @@ const EnvSchema = z.object({
       .regex(/^[\x21-\x7e]+$/, "the metrics token is printable ASCII without spaces")
       .optional(),
   ),
+  // the operator's token for managing every project's API keys over HTTP; unset (or empty): none
+  GRADEBOX_ADMIN_TOKEN: z.preprocess(
+    (v) => (v === "" ? undefined : v),
+    z
+      .string()
+      .min(32, "the admin token needs at least 32 characters")
+      .max(512, "the admin token has at most 512 characters")
+      .regex(/^[\x21-\x7e]+$/, "the admin token is printable ASCII without spaces")
+      .optional(),
+  ),
 });
 
 export interface Config {
@@ -119,6 +129,8 @@ export interface Config {
   secretGrants: string;
   /** the bearer token GET /metrics needs; unset: made at first start (bootstrapMetricsToken) */
   metricsToken?: string;
+  /** GRADEBOX_ADMIN_TOKEN: the operator's bearer token for every project's keys routes; unset: none */
+  adminToken?: string;
 }
 
 /** The source size limit of the function-grader contract (UTF-8 bytes); not configurable. */
@@ -164,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretGrants: e.GRADEBOX_SECRET_GRANTS,
     ...(e.GRADEBOX_SECRETS_KEY ? { secretsKey: e.GRADEBOX_SECRETS_KEY } : {}),
     ...(e.GRADEBOX_METRICS_TOKEN ? { metricsToken: e.GRADEBOX_METRICS_TOKEN } : {}),
+    ...(e.GRADEBOX_ADMIN_TOKEN ? { adminToken: e.GRADEBOX_ADMIN_TOKEN } : {}),
   };
 }
 

@@ -37,6 +37,17 @@ export default async function grade(thread: StringThread): Promise<number> {
 }
 `;
 
+const API_KEY = {
+  id: "key_5f3a9c2e7b1d",
+  project: PROJECT,
+  prefix: "gbx_3q2V7w",
+  label: "ci",
+  role: "grader",
+  createdAt: AT,
+  revokedAt: null,
+};
+const ADMIN_KEY = { ...API_KEY, id: "key_0a1b2c3d4e5f", prefix: "gbx_Xk9pQ2", label: "created at first start", role: "admin" };
+
 const grader = (key: string, kind: string, definition: string, extra: Record<string, unknown> = {}) => ({
   project: PROJECT,
   key,
@@ -232,6 +243,12 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   "secrets.list": { responses: { 200: { data: [BOUND] } } },
   "secrets.get": { responses: { 200: BOUND } },
   "secrets.delete": { responses: {} },
+  "keys.create": {
+    request: { label: "ci", role: "grader" },
+    responses: { 201: { ...API_KEY, key: "gbx_3q2V7wR9xK1mN4pT8sL0aY6cE5dF2gH7" } },
+  },
+  "keys.list": { responses: { 200: { data: [ADMIN_KEY, API_KEY] } } },
+  "keys.revoke": { responses: { 200: { ...API_KEY, revokedAt: LATER } } },
   "reward.score": { request: REWARD_REQUEST, responses: { 200: { reward: 1, metadata: {}, id: "row-17" } } },
   "reward.batchScore": {
     request: { requests: [REWARD_REQUEST, { ...REWARD_REQUEST, turns: WRONG.turns, id: "row-18" }] },

@@ -62,6 +62,21 @@ async function shutdown(signal: string) {
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
-await app.listen({ host: config.host, port: config.port });
+try {
+  await app.listen({ host: config.host, port: config.port });
+} catch (error) {
+  // a second `make run` is the usual cause: one line that says what to do, not a stack
+  const code = (error as NodeJS.ErrnoException).code;
+  console.error(
+    code === "EADDRINUSE"
+      ? `port ${config.port} is in use: stop the other server or set GRADEBOX_PORT`
+      : `cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+  );
+  stopping = true;
+  await app.close().catch(() => {});
+  await pool.close();
+  await store.close();
+  process.exit(1);
+}
 app.log.info(`GET /metrics needs \`Authorization: Bearer <metrics token>\`; the metrics token is ${metricsTokenAt}`);
 app.log.info(`gradebox listening on http://${config.host}:${config.port} (database ${store.db.label}, ${config.workers} sandbox workers)`);

@@ -7,7 +7,7 @@
 
 import type { Db } from "./db/db.ts";
 import type { GraderRow } from "./store/graders.ts";
-import { hashKey } from "./store/keys.ts";
+import { hashKey, type KeyGrant } from "./store/keys.ts";
 import type { StoredVersion } from "./store/versions.ts";
 import type { Store } from "./store.ts";
 
@@ -31,7 +31,7 @@ export class RegistryCache {
   /** each project's entry names, so that a change drops them without a scan */
   private readonly byProject = new Map<string, Set<string>>();
   private bytes = 0;
-  private readonly keys = new Map<string, { project: string; until: number }>();
+  private readonly keys = new Map<string, { grant: KeyGrant; until: number }>();
   /** bumped when keys change: a lookup that began before a revocation must not store its answer */
   private keysGeneration = 0;
   private readonly db: Db;
@@ -127,19 +127,24 @@ export class RegistryCache {
 
   /** The project of a live API key, or undefined (an unknown key is not remembered). */
   async verifyKey(key: string): Promise<string | undefined> {
+    return (await this.grantOf(key))?.project;
+  }
+
+  /** The project and role of a live API key, or undefined (an unknown key is not remembered). */
+  async grantOf(key: string): Promise<KeyGrant | undefined> {
     // another process wrote the SQLite file (a key revoked or created from the CLI): ask again
     if (this.db.changedElsewhere?.()) this.forgetAll();
     const hash = hashKey(key);
     const now = Date.now();
     const known = this.keys.get(hash);
-    if (known && known.until > now && this.db.listening) return known.project;
+    if (known && known.until > now && this.db.listening) return known.grant;
     const generation = this.keysGeneration;
-    const project = await this.store.keys.verifyHash(hash);
-    if (project && this.keyTtlMs > 0 && generation === this.keysGeneration) {
+    const grant = await this.store.keys.grantOf(hash);
+    if (grant && this.keyTtlMs > 0 && generation === this.keysGeneration) {
       if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
-      this.keys.set(hash, { project, until: now + this.keyTtlMs });
+      this.keys.set(hash, { grant, until: now + this.keyTtlMs });
     }
-    return project;
+    return grant;
   }
 
   /** Bytes of scripts kept now (for tests and metrics). */

@@ -9,6 +9,7 @@ import { EndpointSpec } from "./endpoints/spec.ts";
 import { ERRORS, type ErrorCode } from "./errors.ts";
 import { JudgeSpec } from "./judges/spec.ts";
 import { named } from "./openapi.ts";
+import { KEY_ROLES } from "./store/keys.ts";
 
 /** a project, grader or model key: also what `gradebox keys create --project` accepts */
 export const NAME = /^[a-z0-9][a-z0-9._-]{0,127}$/;
@@ -185,7 +186,13 @@ export const GradeScore = z
       .record(z.string(), z.unknown())
       .optional()
       .describe("what the grader returned besides the score (a judge adds its model and token usage)"),
-    subscores: z.array(z.unknown()).optional().describe("combined graders: each part's score"),
+    subscores: z
+      .array(z.unknown())
+      .optional()
+      .describe(
+        "the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} " +
+          "(value is score's old name, kept as an alias); a function grader's are passed through as it returned them",
+      ),
   })
   .describe("a thread's score")
   .meta({ id: "GradeScore" });
@@ -362,6 +369,60 @@ export const UpdateReport = z
 export const UpdateResult = GraderDetail.extend({
   report: UpdateReport,
   dryRun: z.boolean().optional().describe("true: nothing was stored, the grader shown is the current one"),
+  unchanged: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: the source (by sha256) and settings (description, samples) were the current version's, so nothing was stored: " +
+        "the grader is still at its version",
+    ),
 })
   .describe("the grader after the update (unchanged for a dry run) and how its samples' scores changed")
   .meta({ id: "UpdateResult" });
+
+// ---- API keys: managed over HTTP by a project's admin key or the operator's token ----
+
+export const KeyRoleSchema = z
+  .enum(KEY_ROLES)
+  .describe("admin: everything in the project, its keys too; grader: everything but the keys (a project's first key is its admin)")
+  .meta({ id: "KeyRole" });
+export const ApiKeyInfo = z
+  .object({
+    id: z.string().describe("the key's id (key_…): what revoking names"),
+    project: z.string().describe("the project the key belongs to"),
+    prefix: z.string().describe("the key's first characters, to recognise it"),
+    label: z.string().describe("a note to recognise the key by"),
+    role: KeyRoleSchema,
+    createdAt: z.string().describe("ISO 8601: when it was made"),
+    revokedAt: z.string().nullable().describe("ISO 8601: when it was revoked; null while it is live"),
+  })
+  .describe("an API key as listed: never the key itself")
+  .meta({ id: "ApiKey" });
+export const ApiKeyList = z
+  .object({ data: z.array(ApiKeyInfo).describe("the project's keys, live and revoked, oldest first") })
+  .describe("the project's API keys")
+  .meta({ id: "ApiKeyList" });
+export const CreatedApiKey = ApiKeyInfo.extend({
+  key: z.string().describe("the key itself: shown in this answer only, stored only as its SHA-256"),
+})
+  .describe("a new API key, with the key itself (never shown again)")
+  .meta({ id: "CreatedApiKey" });
+export const CreateApiKey = z
+  .object({
+    label: z
+      .string()
+      .max(200, "a key's label is at most 200 characters")
+      .refine(...noNul("label"))
+      .optional()
+      .describe("a note to recognise the key by (none unless given)"),
+    role: KeyRoleSchema.optional().describe("grader unless given (a project's first key is always admin)"),
+  })
+  .strict()
+  .describe("a new key's label and role")
+  .meta({ id: "CreateApiKey" });
+export const KeyParams = ProjectParams.extend({
+  keyId: z
+    .string()
+    .regex(/^key_[0-9a-f]{1,64}$/, "a key id is key_ and hex digits (gradebox keys list shows them)")
+    .describe("the key's id, key_…"),
+});

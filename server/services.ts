@@ -94,10 +94,13 @@ export function buildServices({
       (error) => log.error({ err: error, graderId }, "could not record a grader fault"),
     );
   };
-  const onWorkerExit = (info: { pid: number; code: number | null; signal: string | null; stderrTail: string }) => {
+  const onWorkerExit = ({ pid, ...info }: { pid: number; code: number | null; signal: string | null; stderrTail: string }) => {
     metrics.workerRestarts.inc();
-    log.warn({ ...info, stderrTail: info.stderrTail.slice(-500) }, "sandbox worker exited; replacing it");
+    // workerPid: every log line has `pid` already, the server's
+    log.warn({ ...info, workerPid: pid, stderrTail: info.stderrTail.slice(-500) }, "sandbox worker exited; replacing it");
   };
+  const onWorkersStopped = (signal: string) =>
+    log.debug({ signal }, "sandbox workers stopped by the terminal's signal; not replacing them");
   const onValidationFault = (project: string, reason: string) => {
     validations.record(project);
     log.warn({ project, reason }, "a validation took its sandbox worker down");
@@ -105,6 +108,7 @@ export function buildServices({
   pool.on("graderFault", onFault);
   pool.on("validationFault", onValidationFault);
   pool.on("workerExit", onWorkerExit);
+  pool.on("workersStopped", onWorkersStopped);
 
   return {
     config,
@@ -126,6 +130,7 @@ export function buildServices({
       pool.off("graderFault", onFault);
       pool.off("validationFault", onValidationFault);
       pool.off("workerExit", onWorkerExit);
+      pool.off("workersStopped", onWorkersStopped);
       await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
     },
   };

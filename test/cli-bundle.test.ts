@@ -65,18 +65,19 @@ test("the client command's import graph holds only cli/, sdk/, commander and dif
   );
 });
 
-test("the bundle runs --help with plain node outside the repository; serve and keys point to the server", async () => {
+test("the bundle runs --help with plain node outside the repository; serve points to the server, keys is over HTTP", async () => {
   const help = await runBundle("--help");
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /^Usage: gradebox \[options\] \[command\]/);
   assert.match(help.stdout, /^ {2}push \[options\] <file> /m);
   assert.match(help.stdout, /^ {2}grade \[options\] <key> /m);
-  assert.doesNotMatch(help.stdout, /^ {2}(serve|keys)\b/m, "not listed as commands");
-  assert.match(help.stdout, /`serve` and `keys` \(the server and its API keys\) come with the server/);
+  assert.doesNotMatch(help.stdout, /^ {2}serve\b/m, "not listed as a command");
+  assert.match(help.stdout, /^ {2}keys\b/m, "keys is: over HTTP");
+  assert.match(help.stdout, /`serve` \(the server\) comes with the server/);
   assert.match(help.stdout, /\nExit status:\n/);
-  const keys = await runBundle("keys", "create", "--project", "p");
-  assert.deepEqual([keys.code, keys.stdout], [2, ""]);
-  assert.match(keys.stderr, /^error: `keys` comes with the server: run it from a gradebox checkout/);
+  const serve = await runBundle("serve", "--port", "1");
+  assert.deepEqual([serve.code, serve.stdout], [2, ""]);
+  assert.match(serve.stderr, /^error: `serve` comes with the server: run it from a gradebox checkout/);
   const bad = await runBundle("grade", "k", "--bogus");
   assert.deepEqual(
     [bad.code, bad.stderr],
@@ -84,7 +85,7 @@ test("the bundle runs --help with plain node outside the repository; serve and k
   );
 });
 
-test("the bundle talks to a real server: push, grade --thread inline, ls", async () => {
+test("the bundle talks to a real server: push, grade --thread inline, ls, keys", async () => {
   const key = readFileSync(join(dir, "default.key"), "utf8").trim();
   const grader = join(dir, "g.ts");
   writeFileSync(grader, "async function grade(t) {\n  return t.completion() === 'yes' ? 1 : 0;\n}\n");
@@ -97,4 +98,11 @@ test("the bundle talks to a real server: push, grade --thread inline, ls", async
     JSON.parse(listed.stdout).map((g: { key: string }) => g.key),
     ["yes"],
   );
+  // the default project's first key is its admin: it manages the project's keys from here
+  const made = await runBundle("keys", "create", "--label", "from the package", "--json", "--api-key", key);
+  assert.equal(made.code, 0, made.stderr);
+  const { id, role } = JSON.parse(made.stdout);
+  assert.equal(role, "grader");
+  assert.match((await runBundle("keys", "list", "--api-key", key)).stdout, new RegExp(`^${id} .* from the package$`, "m"));
+  assert.equal((await runBundle("keys", "revoke", id, "--api-key", key)).stdout, `revoked ${id}\n`);
 });

@@ -357,6 +357,9 @@ test("push on an existing key stores a new version and says so; versions, diff a
   assert.match((await run("push", file, "--key", "ver", "--description", "v1")).stdout, /✓ created ver \(version 1\)/);
   writeFileSync(file, "async function grade(t) {\n  const half = 0.5;\n  return half;\n}\n");
   assert.match((await run("push", file, "--key", "ver")).stdout, /✓ updated ver to version 2/);
+  // the same file again (as CI pushes on every run): no version 3
+  assert.equal((await run("push", file, "--key", "ver")).stdout, "✓ ver unchanged, still version 2\n");
+  assert.equal(JSON.parse((await run("push", file, "--key", "ver", "--json")).stdout).unchanged, true);
 
   const listed = (await run("versions", "ver")).stdout.trimEnd().split("\n");
   assert.equal(listed.length, 2);

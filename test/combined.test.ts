@@ -38,19 +38,20 @@ describe("a grader that imports gradebox/graders", () => {
       score: 1,
       reason: "3 of 3 checks passed",
       subscores: [
-        { name: "exact", value: 1, weight: 0.5 },
-        { name: "numeric", value: 1, weight: 0.25 },
-        { name: "overlap", value: 1, weight: 0.25 },
+        { name: "exact", score: 1, value: 1, weight: 0.5 },
+        { name: "numeric", score: 1, value: 1, weight: 0.25 },
+        { name: "overlap", score: 1, value: 1, weight: 0.25 },
       ],
     });
     assert.ok("score" in results[1] && results[1].score === 0.25, JSON.stringify(results[1]));
     assert.ok("score" in results[2] && results[2].score === 0 && results[2].reason === "0 of 3 checks passed");
-    // same code, same results: the SDK's copy of the library agrees with the sandbox's
+    // same code, same results: the SDK's copy of the library agrees with the sandbox's (value: score's old name)
     const local = combine([
       { name: "exact", value: 0, weight: 2 },
       { name: "numeric", value: 1 },
       { name: "overlap", value: 0 },
     ]);
+    assert.equal(local.score, 0.25);
     assert.equal(local.reward, 0.25);
   });
 
@@ -105,9 +106,9 @@ describe("combined graders", () => {
     assert.deepEqual(results[0], {
       score: 1,
       subscores: [
-        { name: "has-paris", value: 1, weight: 2 / 3 },
-        { name: "short", value: 1, weight: 1 / 3 },
-        { name: "politeness", value: 0, weight: -1 },
+        { name: "has-paris", score: 1, value: 1, weight: 2 / 3 },
+        { name: "short", score: 1, value: 1, weight: 1 / 3 },
+        { name: "politeness", score: 0, value: 0, weight: -1 },
       ],
     });
     assert.ok("score" in results[1]);

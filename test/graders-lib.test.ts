@@ -57,6 +57,13 @@ describe("exactMatch", () => {
     assert.equal(exactMatch("The Paris", "paris", { normalizeText: false }), 0.0);
     assert.equal(exactMatch("paris!", "paris", { normalizeText: false }), 0.0);
   });
+  test("normalizeText: false trims as Python's str.strip() does, as HUD's exact_match", () => {
+    // Python strips U+001C-U+001F and U+0085 (JavaScript's trim() does not) and keeps U+FEFF (which trim() strips)
+    assert.equal(exactMatch("Paris\x1c", "paris", { normalizeText: false }), 1.0);
+    assert.equal(exactMatch("\x1fParis\x85", "paris", { normalizeText: false }), 1.0);
+    assert.equal(exactMatch("\ufeffParis", "paris", { normalizeText: false }), 0.0);
+    assert.equal(exactMatch("\u3000Paris\u2029", "paris", { normalizeText: false }), 1.0);
+  });
 });
 
 describe("contains, containsAny, containsAll", () => {
@@ -124,30 +131,61 @@ describe("combine", () => {
       { name: "penalty", value: 1, weight: -2 },
       { name: "zero", value: 1, weight: 0 },
     ]);
-    close(r.reward, 0.75 + 0.125 - 2);
+    close(r.score, 0.75 + 0.125 - 2);
     assert.deepEqual(
       r.subscores.map((s) => s.weight),
       [0.75, 0.25, -2, 0],
     );
-    assert.ok(r.reward < 0);
+    assert.ok(r.score < 0);
   });
   test("weight defaults to 1 and metadata is kept", () => {
     const r = combine([
       { name: "a", value: 1, metadata: { why: "ok" } },
       { name: "b", value: 0 },
     ]);
-    assert.equal(r.reward, 0.5);
-    assert.deepEqual(r.subscores[0], { name: "a", value: 1, weight: 0.5, metadata: { why: "ok" } });
+    assert.equal(r.score, 0.5);
+    assert.deepEqual(r.subscores[0], { name: "a", score: 1, value: 1, weight: 0.5, metadata: { why: "ok" } });
+  });
+  test("one name for a score: `score` in and out; `value` and `reward` are aliases", () => {
+    const r = combine([
+      { name: "new", score: 1 },
+      { name: "old", value: 0.5 },
+    ]);
+    assert.equal(r.score, 0.75);
+    assert.equal(r.reward, 0.75, "reward is the deprecated alias of score");
+    assert.deepEqual(JSON.parse(JSON.stringify(r)), {
+      score: 0.75,
+      subscores: [
+        { name: "new", score: 1, value: 1, weight: 0.5 },
+        { name: "old", score: 0.5, value: 0.5, weight: 0.5 },
+      ],
+    });
+    assert.equal(combine([{ name: "both", score: 0.4, value: 0.4 }]).score, 0.4);
+    assert.throws(() => combine([{ name: "both", score: 0.4, value: 0.6 }]), /score 0.4 and value 0.6 differ/);
+    assert.equal(combineAny([{ name: "x", score: 0.3 }]).score, 0.3);
+  });
+  test("scores outside [0, 1] are refused, as HUD's SubScore refuses them; bounded: false accepts any finite score", () => {
+    for (const bad of [1.5, -0.1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      assert.throws(() => combine([{ name: "x", score: bad }]), /subscore "x": score must be/, String(bad));
+      assert.throws(() => combineAny([{ name: "x", score: bad }]), /subscore "x": score must be/, String(bad));
+      assert.throws(() => combineAll([{ name: "x", value: bad }]), /subscore "x": score must be/, String(bad));
+    }
+    assert.equal(combine([{ name: "x", score: 7 }], { bounded: false }).score, 7);
+    assert.equal(combineAny([{ name: "x", score: -2 }], { bounded: false }).score, -2);
+    assert.throws(() => combine([{ name: "x", score: Number.NaN }], { bounded: false }), /finite number/);
   });
   test("errors: empty, or positive weights summing to ≤ 0", () => {
     assert.throws(() => combine([]), /no subscores/);
     assert.throws(() => combine([{ name: "p", value: 1, weight: -1 }]), /positive weights/);
     assert.throws(() => combine([{ name: "z", value: 1, weight: 0 }]), /positive weights/);
   });
-  test("duplicate names", () => {
+  test("duplicate names, as HUD renames them", () => {
     assert.deepEqual(dedupeNames(["same", "same"]), ["same-1", "same-2"]);
     assert.deepEqual(dedupeNames(["x-1", "x", "x"]), ["x-1", "x-2", "x-3"]);
-    assert.deepEqual(dedupeNames(["a", "a", "a-2"]), ["a-3", "a-4", "a-2"]);
+    // HUD counts from 1 per name and skips names present or given
+    assert.deepEqual(dedupeNames(["a", "a", "a-2"]), ["a-1", "a-3", "a-2"]);
+    assert.deepEqual(dedupeNames(["a", "a", "a-5"]), ["a-1", "a-2", "a-5"]);
+    assert.deepEqual(dedupeNames(["a-1", "a", "a", "a-1"]), ["a-1-1", "a-2", "a-3", "a-1-2"]);
     assert.deepEqual(dedupeNames(["a", "a-1", "a", "b"]), ["a-2", "a-1", "a-3", "b"]);
     assert.deepEqual(dedupeNames(["a", "a", "a-3x"]), ["a-1", "a-2", "a-3x"]);
     assert.deepEqual(
@@ -165,9 +203,13 @@ describe("combineAny / combineAll", () => {
     { name: "p", value: 0.2 },
     { name: "q", value: 0.9 },
   ];
+  const given = [
+    { name: "p", score: 0.2, value: 0.2 },
+    { name: "q", score: 0.9, value: 0.9 },
+  ];
   test("max and min, with children and defaults", () => {
-    assert.deepEqual(combineAny(parts), { name: "any", value: 0.9, weight: 1, children: parts });
-    assert.deepEqual(combineAll(parts), { name: "all", value: 0.2, weight: 1, children: parts });
+    assert.deepEqual(combineAny(parts), { name: "any", score: 0.9, value: 0.9, weight: 1, children: given });
+    assert.deepEqual(combineAll(parts), { name: "all", score: 0.2, value: 0.2, weight: 1, children: given });
     assert.deepEqual(combineAny(parts, { name: "either", weight: 2 }).name, "either");
     assert.equal(combineAll(parts, { weight: 0.5 }).weight, 0.5);
   });
@@ -181,6 +223,25 @@ describe("combineAny / combineAll", () => {
     );
     assert.throws(() => combineAny([]), /no subscores/);
     assert.throws(() => combineAll([]), /no subscores/);
+  });
+  test("children with one name are renamed as HUD's combine_any/combine_all name them; the inputs are not changed", () => {
+    const same = [
+      { name: "x", score: 0.2 },
+      { name: "x", score: 0.9 },
+      { name: "y", score: 0.5 },
+    ];
+    assert.deepEqual(
+      combineAny(same).children?.map((c) => c.name),
+      ["x-1", "x-2", "y"],
+    );
+    assert.deepEqual(
+      combineAll(same).children?.map((c) => c.name),
+      ["x-1", "x-2", "y"],
+    );
+    assert.deepEqual(
+      same.map((s) => s.name),
+      ["x", "x", "y"],
+    );
   });
 });
 
@@ -270,6 +331,23 @@ describe("scoreRubric", () => {
       ],
     };
     close(scoreRubric([tied], ["na"], { cannotAssess: "fail", normalize: false }), -7);
+  });
+  test("an NA option's value is ignored, as autorubric ignores it", () => {
+    const odd: Criterion = {
+      requirement: "q",
+      options: [
+        { label: "low", value: 0 },
+        { label: "high", value: 1 },
+        { label: "n/a", value: 7, na: true },
+      ],
+    };
+    close(scoreRubric([odd], ["high"]), 1);
+    assert.equal(scoreRubric([odd], ["n/a"]), null);
+    close(scoreRubric([odd], ["n/a"], { cannotAssess: "fail" }), 0);
+    assert.throws(
+      () => scoreRubric([{ ...odd, options: [...(odd.options ?? []), { label: "big", value: 2 }] }], ["low"]),
+      /outside \[0, 1\]/,
+    );
   });
   test("bad rubrics are refused", () => {
     assert.throws(() => scoreRubric([{ requirement: "x", options: [{ label: "only", value: 1 }] }], ["only"]), /at least 2 non-NA/);

@@ -58,6 +58,8 @@ before(async () => {
   );
   const graders = `/v1/projects/${P}/graders`;
   for (const key of ["plain", "locked", "quarantined", "part"]) await post(graders, { key, source: FAILING });
+  // a version 2, so that restoring version 1 of the locked grader would change it (an identical push or restore is answered "unchanged")
+  await s.app.inject({ method: "PUT", url: `${graders}/locked`, headers: await auth(), payload: { source: `${FAILING} ` } });
   await s.app.inject({ method: "PUT", url: `${graders}/locked/lock`, headers: await auth(), payload: { locked: true } });
   await post(`${graders}/combined`, { key: "combo", mode: "weighted", graders: [{ graderKey: "part" }] });
   const quarantined = await s.store.get(P, "quarantined");
@@ -174,7 +176,7 @@ const CASES: Case[] = [
     status: 409,
     code: "GRADER_LOCKED",
     params: { graderKey: "locked" },
-    body: { source: FAILING },
+    body: { source: `${FAILING} // changed` },
   },
   {
     op: "graders.update",

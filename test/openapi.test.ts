@@ -87,12 +87,15 @@ const OPERATIONS = [
   "secrets.list",
   "secrets.get",
   "secrets.delete",
+  "keys.create",
+  "keys.list",
+  "keys.revoke",
   "reward.score",
   "reward.batchScore",
   "reward.info",
   "reward.metadataSchema",
 ];
-const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "reward", "account", "health"];
+const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "keys", "reward", "account", "health"];
 
 /** A named schema's own (components.schemas); any other as it is. */
 const resolve = (schema: Schema): Schema =>

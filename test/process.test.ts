@@ -1,15 +1,17 @@
 // The server process as an operator runs it: SIGKILL in the middle of writes loses nothing
 // that was acknowledged and leaves nothing half-written; SIGTERM lets in-flight requests
-// finish, stops the workers and closes the database cleanly.
+// finish, stops the workers and closes the database cleanly; Ctrl-C (SIGINT to the process
+// group) mid-batch stops quietly; a port in use is one line on stderr.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
-import { spawnServer } from "./support/helpers.ts";
+import { freePort, repoRoot, spawnServer } from "./support/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-proc-"));
 const dbPath = join(dir, "g.db");
@@ -144,4 +146,67 @@ test("SIGTERM: the in-flight request finishes, the workers stop, the database cl
   const db = new Database(dbPath, { readonly: true });
   assert.equal(db.pragma("integrity_check", { simple: true }), "ok");
   db.close();
+});
+
+test("Ctrl-C mid-batch: the workers' exits are expected, none is replaced or logged; a worker that dies otherwise is logged with one pid key", async () => {
+  const server = await spawnServer({ GRADEBOX_DB: dbPath, GRADEBOX_WORKERS: "2", GRADEBOX_LOG_LEVEL: "warn" }, { detached: true });
+  const pid = server.child.pid as number;
+  try {
+    const created = await api(server.url, "POST", "", {
+      key: "spin",
+      source:
+        "async (t) => { if (t.metadata.boom) new Array(6e7).fill(0); const end = Date.now() + Number(t.metadata.ms ?? 0); while (Date.now() < end) {} return 1 }",
+    });
+    assert.equal(created.status, 201);
+    // a grader that takes its worker down: the worker is replaced, and that is logged (warn)
+    const boom = await api(server.url, "POST", "/spin/grade", {
+      thread: { turns: [{ role: "user", content: "x" }], metadata: { boom: true } },
+    });
+    assert.equal(boom.status, 422);
+    assert.ok(await waitUntil(() => server.logs().includes("replacing it")), server.logs());
+    const line = server
+      .logs()
+      .split("\n")
+      .find((l) => l.includes("replacing it")) as string;
+    assert.equal(line.match(/"pid":/g)?.length, 1, `one pid key (the server's), the worker's is workerPid: ${line}`);
+    assert.match(line, /"workerPid":\d+/);
+    await waitUntil(() => childrenOf(pid).length >= 2);
+    const workers = childrenOf(pid);
+    const before = server.logs().split("replacing it").length;
+
+    const threads = Array.from({ length: 12 }, () => ({ turns: [{ role: "user", content: "x" }], metadata: { ms: 150 } }));
+    const batch = api(server.url, "POST", "/spin/grade-batch", { threads }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(-pid, "SIGINT"); // what a terminal does on Ctrl-C: the whole process group
+    await batch;
+    assert.equal(await server.exited, 0, server.logs());
+    assert.equal(server.logs().split("replacing it").length, before, `no worker was replaced after Ctrl-C:\n${server.logs()}`);
+    assert.ok(await waitUntil(() => workers.every((w) => !alive(w))), "the workers stopped");
+    assert.deepEqual(childrenOf(pid), []);
+  } finally {
+    if (alive(pid)) process.kill(-pid, "SIGKILL");
+  }
+});
+
+test("a port in use: one line on stderr that says what to do, exit status 1, no stack", async () => {
+  const port = await freePort();
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+  try {
+    const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
+      cwd: repoRoot,
+      env: { ...process.env, GRADEBOX_PORT: String(port), GRADEBOX_HOST: "127.0.0.1", GRADEBOX_DB: dbPath, GRADEBOX_WORKERS: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1);
+    assert.equal(stderr, `port ${port} is in use: stop the other server or set GRADEBOX_PORT\n`);
+    assert.doesNotMatch(stdout, /EADDRINUSE|\n\s+at /);
+  } finally {
+    taken.close();
+  }
 });

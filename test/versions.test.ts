@@ -81,6 +81,38 @@ describe("versions of a function grader", () => {
     assert.equal((await client.graders.versions.list({ graderKey: "evolving" })).length, 3);
   });
 
+  test("an identical push stores nothing: 200 unchanged, still version N (also for a locked grader, a dry run and a restore of the current source)", async () => {
+    await client.graders.create.function({ key: "same", source: answer(0.3), description: "d" });
+    const again = await call(s.app, "PUT", "/v1/projects/ver/graders/same", { source: answer(0.3) });
+    assert.equal(again.status, 200);
+    assert.deepEqual([again.body.unchanged, again.body.version, again.body.report], [true, 1, { samples: 0, changed: [] }]);
+    const sdk = await client.graders.update({ graderKey: "same", source: answer(0.3), description: "d", samples: [] });
+    assert.deepEqual([sdk.unchanged, sdk.version], [true, 1], "the same description and (no) samples are the same settings");
+    await client.graders.lock({ graderKey: "same", locked: true });
+    assert.deepEqual(
+      await client.graders.update({ graderKey: "same", source: answer(0.3) }).then((r) => [r.unchanged, r.version]),
+      [true, 1],
+      "a locked grader answers an identical push: nothing would change",
+    );
+    await client.graders.lock({ graderKey: "same", locked: false });
+    assert.deepEqual(
+      await client.graders.update({ graderKey: "same", source: answer(0.3), dryRun: true }).then((r) => [r.unchanged, r.dryRun]),
+      [true, true],
+    );
+    assert.deepEqual(await client.graders.versions.restore({ graderKey: "same", version: 1 }).then((r) => [r.unchanged, r.version]), [
+      true,
+      1,
+    ]);
+    assert.equal((await client.graders.versions.list({ graderKey: "same" })).length, 1, "two identical pushes: one version");
+    // a setting the version records is a change, even with the same source
+    const described = await client.graders.update({ graderKey: "same", source: answer(0.3), description: "other" });
+    assert.deepEqual([described.unchanged, described.version], [undefined, 2]);
+    const sampled = await client.graders.update({ graderKey: "same", source: answer(0.3), samples: [{ thread: one, expected: 0.3 }] });
+    assert.deepEqual([sampled.unchanged, sampled.version], [undefined, 3]);
+    const resampled = await client.graders.update({ graderKey: "same", source: answer(0.3), samples: [{ thread: one, expected: 0.3 }] });
+    assert.deepEqual([resampled.unchanged, resampled.version], [true, 3]);
+  });
+
   test("a version that does not exist is 404 VERSION_NOT_FOUND, for get, grade and restore", async () => {
     for (const attempt of [
       () => client.graders.versions.get({ graderKey: "evolving", version: 9 }),

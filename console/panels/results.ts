@@ -44,7 +44,7 @@ export function scoreRow(i: number, r: GradeScore): HTMLTableRowElement {
 /** Subscores, one row each (a combineAny/combineAll's inputs indented under it): name, score, weight, and what was said. */
 function subscoreTable(subscores: readonly SubScore[]): HTMLTableElement {
   const rows = (s: SubScore, depth: number): HTMLTableRowElement[] => {
-    // the server passes a function grader's subscores through as they were returned
+    // the server passes a function grader's subscores through as they were returned (value: score's old name)
     if (typeof s !== "object" || s === null) return [row([JSON.stringify(s), "", "", ""])];
     const tr = el("tr");
     const name = el("td", String(s.name ?? ""));
@@ -58,7 +58,7 @@ function subscoreTable(subscores: readonly SubScore[]): HTMLTableElement {
     const quoted = claim ?? chunk;
     if (typeof quoted === "string" && quoted) reason.append(el("q", quoted), typeof said === "string" && said ? " — " : "");
     if (typeof said === "string") reason.append(said);
-    tr.append(name, numberCell(s.value), s.weight === undefined ? el("td") : numberCell(s.weight), reason);
+    tr.append(name, numberCell(s.score ?? s.value), s.weight === undefined ? el("td") : numberCell(s.weight), reason);
     return [tr, ...(Array.isArray(s.children) ? s.children.flatMap((c) => rows(c, depth + 1)) : [])];
   };
   return table(

@@ -63,7 +63,7 @@ export class Supervisor {
 
   constructor(
     private readonly limits: EngineLimits,
-    /** emits "workerExit" */
+    /** emits "workerExit", and "workersStopped" once when a terminal's signal stopped them */
     private readonly events: EventEmitter,
     private readonly hooks: SupervisorHooks,
   ) {
@@ -158,6 +158,12 @@ export class Supervisor {
   private onExit(worker: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
     const running = worker.running;
     worker.running = undefined;
+    // A terminal sends SIGINT (Ctrl-C) and SIGHUP to its whole foreground process group: the
+    // server got it too and is stopping, so the workers' exits are expected, not replaced
+    if ((signal === "SIGINT" || signal === "SIGHUP") && !this.closing) {
+      this.stop();
+      this.events.emit("workersStopped", signal);
+    }
     if (!this.closing && !worker.retiring) {
       this.events.emit("workerExit", { pid: worker.child.pid, code, signal, stderrTail: worker.stderrTail });
     }

@@ -248,6 +248,7 @@ function ratio(verdicts: Array<{ ok: boolean; reason: string }>, items: string[]
     metadata: { [`${what}s`]: items.length },
     subscores: verdicts.map((v, i) => ({
       name: `${what} ${i + 1}`,
+      score: v.ok ? 1 : 0,
       value: v.ok ? 1 : 0,
       weight: 1,
       metadata: { [what]: items[i].slice(0, MAX_REASON), reason: v.reason },
@@ -337,8 +338,8 @@ export async function gradeRubric(ask: Ask, spec: RubricJudgeSpec, messages: Cha
     metadata: { cannotAssess: verdicts.filter((v) => v.verdict === "CANNOT_ASSESS").length },
     subscores: verdicts.map((v, i) => {
       const c = spec.criteria[i];
-      const value = c.options ? (c.options.find((o) => o.label === v.verdict)?.value ?? 0) : v.verdict === "MET" ? 1 : 0;
-      return { name: c.name, value, weight: c.weight, metadata: { verdict: v.verdict, reason: v.reason } };
+      const score = c.options ? (c.options.find((o) => o.label === v.verdict)?.value ?? 0) : v.verdict === "MET" ? 1 : 0;
+      return { name: c.name, score, value: score, weight: c.weight, metadata: { verdict: v.verdict, reason: v.reason } };
     }),
   };
 }

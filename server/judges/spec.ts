@@ -74,9 +74,11 @@ export const PrebuiltJudge = z
 export const RubricOption = z
   .object({
     label: z.string().min(1).max(128).describe("what the judge may answer"),
-    value: z.number().min(0).max(1).describe("the criterion's score when chosen, 0 to 1"),
+    value: z.number().finite().describe("the criterion's score when chosen, 0 to 1; an na option's is never scored (any number)"),
     na: z.boolean().optional().describe("choosing it means the criterion cannot be assessed"),
   })
+  // autorubric ignores an NA option's value, and so does scoreRubric: only a scored one must be in [0, 1]
+  .refine((o) => o.na || (o.value >= 0 && o.value <= 1), { message: "an option's value is from 0 to 1", path: ["value"] })
   .describe("one answer of a multi-choice criterion")
   .meta({ id: "RubricOption" });
 export const RubricCriterion = z
@@ -94,7 +96,11 @@ export const RubricCriterion = z
 export const CANNOT_ASSESS = ["skip", "zero", "partial", "fail"] as const;
 export const CannotAssess = z
   .enum(CANNOT_ASSESS)
-  .describe("a criterion the judge cannot assess: skip it, score it 0, give it partialCredit, or fail the whole thread")
+  .describe(
+    "a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; " +
+      "partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), " +
+      "or a multi-choice criterion's worst option. No strategy fails the thread",
+  )
   .meta({ id: "CannotAssessStrategy" });
 export const RubricJudge = z
   .object({

@@ -32,6 +32,11 @@ export const docsPlugin = fp<{ config: Config }>(
             name: "secrets",
             description: "Values the project's models and endpoints send (API keys, headers): write-only, bound to a host",
           },
+          {
+            name: "keys",
+            description:
+              "The project's API keys, managed by one of its admin keys (or the operator's GRADEBOX_ADMIN_TOKEN): a key is shown once",
+          },
           { name: "reward", description: "Every grader served over the reward-server protocol, for trainers that speak it" },
           { name: "account", description: "The API key's project and the server's limits" },
           { name: "health", description: "Liveness and readiness probes (no API key)" },

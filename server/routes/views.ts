@@ -35,6 +35,6 @@ export function detail(row: GraderRow): z.infer<typeof GraderDetail> {
 }
 
 /** An update's or a restore's answer: the grader (the current one for a dry run) and the samples report. */
-export function updated({ row, dryRun, report }: Updated): z.infer<typeof UpdateResult> {
-  return dryRun ? { ...detail(row), dryRun, report } : { ...detail(row), report };
+export function updated({ row, dryRun, unchanged, report }: Updated): z.infer<typeof UpdateResult> {
+  return { ...detail(row), ...(dryRun ? { dryRun } : {}), ...(unchanged ? { unchanged } : {}), report };
 }

@@ -1,6 +1,8 @@
 // A function grader's next version: a new source (an update) or an old one stored again (a
 // restore), checked as a create is, then stored with a report of the samples whose score changes.
-// Nothing changes when a check fails, and a dry run reports without storing.
+// Nothing changes when a check fails, and a dry run reports without storing. A source and settings
+// identical to the current version's store nothing either: CI pushing the same file on every run
+// must not add a version each time.
 
 import { createHash } from "node:crypto";
 import type { Language } from "../../sandbox/validate/checks.ts";
@@ -26,7 +28,11 @@ export interface Updated {
   row: GraderRow;
   report: SampleReport;
   dryRun?: true;
+  /** the source and settings were the current version's: nothing was checked or stored */
+  unchanged?: true;
 }
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 export class Versions {
   private readonly store: Store;
@@ -43,13 +49,17 @@ export class Versions {
    */
   async update(project: string, key: string, next: NextSource): Promise<Updated> {
     const current = await this.store.mustGet(project, key);
+    const sourceSha256 = sha256(next.source);
+    // before the lock is checked: an identical push changes nothing, so a locked grader answers it too
+    if (current.kind === "function" && (await this.sameAsCurrent(current, next, sourceSha256))) {
+      return { row: current, report: { samples: 0, changed: [] }, unchanged: true, ...(next.dryRun ? { dryRun: true as const } : {}) };
+    }
     assertUpdatable(current); // before the checks run; the store checks again in its transaction
     const samples = next.samples ?? (await this.store.samples(current));
     const language = next.language ?? current.language ?? "typescript";
     const { compiled, warnings, results } = await this.validation.validate(project, { source: next.source, language }, undefined, samples);
     const report = await this.validation.report(current, samples, results);
     if (next.dryRun) return { row: current, dryRun: true, report };
-    const sourceSha256 = createHash("sha256").update(next.source).digest("hex");
     const row = await this.store.update(
       project,
       key,
@@ -65,6 +75,18 @@ export class Versions {
       current.version,
     );
     return { row, report };
+  }
+
+  /**
+   * Whether `next` would store the current version again: the same source (its sha256) and the same
+   * settings a version records, a setting left out meaning the current one (language, description, samples).
+   */
+  private async sameAsCurrent(current: GraderRow, next: NextSource, sourceSha256: string): Promise<boolean> {
+    if (sourceSha256 !== current.sourceSha256) return false;
+    if (next.language !== undefined && next.language !== (current.language ?? "typescript")) return false;
+    if (next.description !== undefined && next.description !== current.description) return false;
+    if (next.samples === undefined) return true;
+    return JSON.stringify(next.samples) === JSON.stringify(await this.store.samples(current));
   }
 
   /** Stores an old version's source, language and description as the next version, as an update would (the current samples must pass). */

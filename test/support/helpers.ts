@@ -132,11 +132,15 @@ export interface SpawnedServer {
   logs(): string;
 }
 
-/** The real entry point (server/main.ts) in its own process, as `make run` starts it. */
-export async function spawnServer(env: Record<string, string>): Promise<SpawnedServer> {
+/**
+ * The real entry point (server/main.ts) in its own process, as `make run` starts it. `detached`:
+ * in a process group of its own, as a terminal's foreground job is (Ctrl-C signals the group).
+ */
+export async function spawnServer(env: Record<string, string>, { detached = false } = {}): Promise<SpawnedServer> {
   const port = await freePort();
   const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "server/main.ts"], {
     cwd: repoRoot,
+    detached,
     // as make run, the image and gradebox serve start it
     env: { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072", ...process.env, GRADEBOX_PORT: String(port), ...env },
     stdio: ["ignore", "pipe", "pipe"],
