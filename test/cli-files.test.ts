@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { Gradebox } from "../sdk/index.ts";
+import { Gradebox, keyFromFile, keyFromName, namedGraders, readThreadLine } from "../sdk/index.ts";
 import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 /** The server's batch limit here: `test --threads` must stream past it. */
@@ -200,26 +200,24 @@ test("a Python file's key is its file name (no bundling: the file is sent as wri
     bodies.push(body);
     const at = "2026-01-01T00:00:00.000Z";
     res.setHeader("content-type", "application/json");
-    res
-      .writeHead(201)
-      .end(
-        JSON.stringify({
-          project: "files",
-          key: body.key,
-          kind: "function",
-          version: 1,
-          language: body.language,
-          description: "",
-          locked: false,
-          quarantinedAt: null,
-          recentFaults: 0,
-          warnings: [],
-          sourceSha256: "",
-          createdAt: at,
-          updatedAt: at,
-          source: body.source,
-        }),
-      );
+    res.writeHead(201).end(
+      JSON.stringify({
+        project: "files",
+        key: body.key,
+        kind: "function",
+        version: 1,
+        language: body.language,
+        description: "",
+        locked: false,
+        quarantinedAt: null,
+        recentFaults: 0,
+        warnings: [],
+        sourceSha256: "",
+        createdAt: at,
+        updatedAt: at,
+        source: body.source,
+      }),
+    );
   });
   await new Promise<void>((resolve) => stand.listen(0, "127.0.0.1", resolve));
   try {
@@ -357,4 +355,40 @@ test("the CLI speaks CLI: --version, a locked grader's refusal names `gradebox u
   write("samples.jsonl", lines(sample("4"), sample("5", 0)));
   const failed = await gradebox("push", "expects.ts", "--samples", "samples.jsonl");
   assert.match(failed.stderr, /test_run check failed: sample 2 should score 0 but scored 1/);
+});
+
+test("keys from names, the named graders of a file, and a line read in each format (the SDK's pure parts)", () => {
+  assert.deepEqual(["exactMatch", "length_ok", "HTTPStatus", "already-kebab", "v2Score", "_private"].map(keyFromName), [
+    "exact-match",
+    "length-ok",
+    "http-status",
+    "already-kebab",
+    "v2-score",
+    "private",
+  ]);
+  assert.equal(keyFromFile("graders/exact_match.py"), "exact-match");
+  assert.throws(() => keyFromName("__"), { name: "GraderFileError", code: "NO_KEY" });
+  assert.deepEqual(namedGraders("export async function a(t) {}\nexport const b = async (t) => 1;\nexport function helper() {}\n"), [
+    "a",
+    "b",
+  ]);
+  assert.deepEqual(
+    namedGraders("export async function a(t) {}\nexport default async function (t) {}\n"),
+    [],
+    "a default export: one grader",
+  );
+  assert.deepEqual(namedGraders("export async function a(t) {}\nasync function grade(t) {}\n"), [], "a top-level grade: one grader");
+  assert.deepEqual(readThreadLine({ messages: [{ role: "tool", content: null }] }), {
+    format: "openai",
+    thread: { turns: [{ role: "tool", content: "" }], metadata: {} },
+  });
+  assert.match(
+    String((readThreadLine({ messages: [{ role: "robot", content: "x" }] }) as { problem: string }).problem),
+    /messages\[0\]\.role must be one of .*developer/,
+  );
+  assert.match(String((readThreadLine({ prompt: "x" }) as { problem: string }).problem), /needs both "prompt" and "completion"/);
+  assert.match(
+    String((readThreadLine({ prompt: "x", completion: [] }) as { problem: string }).problem),
+    /must both be strings \(standard\) or both lists/,
+  );
 });

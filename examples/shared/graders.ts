@@ -2,7 +2,7 @@
 // exported async function, keyed by its name in kebab-case (word-count, mentions-answer).
 
 import type { StringThread } from "gradebox";
-import { words } from "./text";
+import { words } from "./text.ts";
 
 /** 1 for an answer of at most metadata.maxWords words (default 20), less the longer it runs. */
 export async function wordCount(thread: StringThread): Promise<number> {
