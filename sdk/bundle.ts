@@ -10,9 +10,6 @@
 // directory (the current directory by default); node built-ins and packages other than gradebox's
 // own are refused, as the sandbox would.
 
-import { realpathSync } from "node:fs";
-import { builtinModules } from "node:module";
-import { dirname, relative, resolve, sep } from "node:path";
 import { GraderFileError } from "./grader-files.ts";
 
 /** The object the bundled local modules are read from; `m0`… are their namespaces, in the order they are imported. */
@@ -52,7 +49,7 @@ function bindings(clause: string, ns: string): string | undefined {
 }
 
 /** Whether `path` is `root` or inside it (both real paths). */
-const inside = (root: string, path: string) => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+const inside = (root: string, path: string, sep: string) => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 
 type Esbuild = typeof import("esbuild");
 
@@ -77,7 +74,7 @@ async function loadEsbuild(): Promise<Esbuild> {
 export async function bundleLocalImports(
   path: string,
   text: string,
-  root: string = process.cwd(),
+  root: string = globalThis.process.cwd(),
 ): Promise<{ source: string; files: string[] }> {
   const local = [...text.matchAll(IMPORT_DECL)].filter((m) => isRelative(m[3]));
   const valueImports = local.filter((m) => m[1] === undefined || bindings(m[1], "") !== undefined);
@@ -90,6 +87,12 @@ export async function bundleLocalImports(
   }
   if (valueImports.length === 0) return { source: text, files: [] };
 
+  // imported here, not at the top: a browser bundle of the SDK (the console's) reaches this module and must hold no static Node import
+  const [{ realpathSync }, { builtinModules }, { dirname, relative, resolve, sep }] = await Promise.all([
+    import("node:fs"),
+    import("node:module"),
+    import("node:path"),
+  ]);
   const realRoot = realpathSync(resolve(root));
   const entryDir = dirname(resolve(path));
   const specifiers = [...new Set(valueImports.map((m) => m[3]))];
@@ -138,7 +141,7 @@ export async function bundleLocalImports(
               return { contents: `module.exports = ${GRADEBOX_MODULES[args.path]};`, loader: "js" };
             });
             build.onLoad({ filter: /.*/ }, (args) => {
-              if (inside(realRoot, realpathSync(args.path))) return undefined;
+              if (inside(realRoot, realpathSync(args.path), sep)) return undefined;
               return refuse(
                 `${args.path} is outside the project directory ${realRoot}: a grader may import files inside it only (run gradebox from the directory that holds them all)`,
               );
