@@ -5,7 +5,7 @@
 
 import { open, readFile } from "node:fs/promises";
 import { Command, type ErrorOptions, InvalidArgumentError } from "commander";
-import { Gradebox, GraderRuntimeError, GraderValidationError } from "../sdk/index.ts";
+import { APIError, Gradebox, GraderRuntimeError, GraderValidationError } from "../sdk/index.ts";
 
 /** The command ran and failed: the server refused or could not do it, or (grade --threads) a line failed. */
 export const EXIT_FAILED = 1;
@@ -146,6 +146,23 @@ export function caret(source: string, line: number, column = 1, indent = "  "): 
   return `${indent}${line} | ${text}\n${indent}${" ".repeat(String(line).length)} | ${" ".repeat(Math.max(0, column - 1))}^`;
 }
 
+/**
+ * A server message in the command line's words: its hints name HTTP requests (`PUT …/lock
+ * {"locked": false}`), the command names the command that does it; a sample's 0-based index in
+ * the API is numbered from 1 here, as the lines of the --samples file.
+ */
+export function cliWords(message: string, body: Record<string, unknown> = {}): string {
+  const key = /grader "([^"]+)"/.exec(message)?.[1] ?? "KEY";
+  let text = message
+    .replace(/\(PUT …\/lock \{"locked": false\}\)/g, `(gradebox unlock ${key})`)
+    .replace(/\(POST …\/release\)/g, `(gradebox release ${key})`);
+  if (body.check === "test_run" && typeof body.index === "number") {
+    const index = body.index;
+    text = text.replace(new RegExp(`\\bsample ${index}\\b`, "g"), `sample ${index + 1}`);
+  }
+  return text;
+}
+
 export function fail(error: unknown, opts: ApiOptions, source?: string): never {
   if (opts.json) {
     const e = error as { code?: string; status?: number; check?: string; line?: number; column?: number; message: string };
@@ -153,7 +170,7 @@ export function fail(error: unknown, opts: ApiOptions, source?: string): never {
       JSON.stringify({ error: { code: e.code, status: e.status, check: e.check, line: e.line, column: e.column, message: e.message } }),
     );
   } else if (error instanceof GraderValidationError) {
-    const message = (error.body.message as string) ?? error.message;
+    const message = cliWords((error.body.message as string) ?? error.message, error.body);
     // a function grader's message names its position; a template's does not
     const at = error.line !== undefined && !/\(line \d+/.test(message) ? ` (line ${error.line}, column ${error.column ?? 1})` : "";
     console.error(`✗ ${error.check} check failed: ${message}${at}`);
@@ -163,7 +180,8 @@ export function fail(error: unknown, opts: ApiOptions, source?: string): never {
     console.error(`✗ ${error.message} (line ${error.line}, column ${error.column})`);
     if (source) console.error(`\n${caret(source, error.line, error.column)}`);
   } else {
-    console.error(`✗ ${(error as Error).message}`);
+    const body = error instanceof APIError ? error.body : {};
+    console.error(`✗ ${cliWords((error as Error).message, body)}`);
   }
   process.exit(EXIT_FAILED);
 }
@@ -171,8 +189,5 @@ export function fail(error: unknown, opts: ApiOptions, source?: string): never {
 export const printJson = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
 /** Runs a command's work; any error is reported by `fail` (with the source, for a caret). */
-export const run = (opts: ApiOptions, work: () => Promise<unknown>, source?: string) =>
-  work().then(
-    () => undefined,
-    (error) => fail(error, opts, source),
-  );
+export const run = <T>(opts: ApiOptions, work: () => Promise<T>, source?: string): Promise<T> =>
+  work().catch((error) => fail(error, opts, source));

@@ -1,19 +1,20 @@
-// `gradebox grade K --threads in.jsonl`: streams a JSONL file of threads of any size through
-// gradeBatch in chunks (never holding the file in memory), with progress on stderr, results
-// as JSONL in the order of the input's lines, bad lines reported by number without stopping the
-// run, and a summary at the end.
+// `gradebox grade K --threads in.jsonl` and `gradebox test FILE --threads in.jsonl`: stream a JSONL
+// file of threads of any size to the server in chunks (never holding the file in memory), with
+// progress on stderr, results in the order of the input's lines, bad lines reported by number
+// without stopping the run, and a summary at the end. A line may be a Gradebox thread, an OpenAI
+// chat line or a TRL line (sdk/thread-formats.ts); stderr says which formats the file holds.
 
 import { once } from "node:events";
 import { createReadStream, createWriteStream } from "node:fs";
 import { createInterface } from "node:readline";
-import type { Gradebox } from "../sdk/client.ts";
-import { ROLES, type WireThread } from "../sdk/thread.ts";
+import type { WireThread } from "../sdk/thread.ts";
+import { FormatTracker, readThreadText } from "../sdk/thread-formats.ts";
 import type { GradeResult } from "../sdk/types.ts";
 import { cannotWrite, checkReadable, usageError } from "./api.ts";
 import { Progress } from "./progress.ts";
 
 /** A graded line, or a line that is not a thread (BAD_LINE, never sent). */
-type LineResult = GradeResult | { error: { code: "BAD_LINE"; message: string } };
+export type LineResult = GradeResult | { error: { code: "BAD_LINE"; message: string } };
 
 export interface Summary {
   count: number;
@@ -22,21 +23,6 @@ export interface Summary {
   min: number | null;
   max: number | null;
   errors: Record<string, number>;
-}
-
-/** Why a line is not a thread, or undefined when it is one. */
-export function threadProblem(value: unknown): string | undefined {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "not a JSON object";
-  const { turns, metadata } = value as { turns?: unknown; metadata?: unknown };
-  if (!Array.isArray(turns) || turns.length === 0) return "turns must be a non-empty array";
-  for (const [i, t] of turns.entries()) {
-    const turn = t as { role?: unknown; content?: unknown } | null;
-    if (!turn || !ROLES.includes(turn.role as (typeof ROLES)[number])) return `turns[${i}].role must be one of ${ROLES.join(", ")}`;
-    if (typeof turn.content !== "string") return `turns[${i}].content must be a string`;
-  }
-  if (metadata !== undefined && (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)))
-    return "metadata must be an object";
-  return undefined;
 }
 
 async function countLines(path: string): Promise<number> {
@@ -48,15 +34,26 @@ async function countLines(path: string): Promise<number> {
 /** A line of the input waiting for its chunk's request: a thread to send, or why it is not one. */
 type Pending = { line: number; thread: WireThread } | { line: number; problem: string };
 
+/** Grades one chunk of threads: one result each, in their order. */
+export type SendChunk = (threads: WireThread[]) => Promise<GradeResult[]>;
+
+export interface GradeFileOptions {
+  threads: string;
+  /** threads per request */
+  batch: number;
+  quiet: boolean;
+  /** the columns of OpenAI and TRL lines that become metadata (default: all but the thread's own) */
+  metadataColumns?: string[];
+  /** where each result goes (default: one JSON per line to --out, else stdout) */
+  out?: string;
+  write?: (line: number, result: LineResult) => void;
+}
+
 /**
  * Grades the file, writing one result per non-blank line in the input's order (a BAD_LINE record
  * where its line was). A file that cannot be read or written is a usage error (exit 2).
  */
-export async function gradeFile(
-  client: Gradebox,
-  graderKey: string,
-  opts: { threads: string; out?: string; batch: number; quiet: boolean; version?: number },
-): Promise<Summary> {
+export async function gradeFile(send: SendChunk, opts: GradeFileOptions): Promise<Summary> {
   await checkReadable(opts.threads);
   const out = opts.out ? createWriteStream(opts.out) : undefined;
   if (out) await once(out, "open").catch((error: NodeJS.ErrnoException) => usageError(cannotWrite(opts.out as string, error)));
@@ -74,6 +71,7 @@ export async function gradeFile(
     } else {
       summary.errors[result.error.code] = (summary.errors[result.error.code] ?? 0) + 1;
     }
+    if (opts.write) return opts.write(line, result);
     const text = `${JSON.stringify({ line, ...result })}\n`;
     if (out) {
       if (!out.write(text)) return new Promise<void>((resolve) => out.once("drain", resolve));
@@ -88,29 +86,24 @@ export async function gradeFile(
     const sent = chunk;
     chunk = [];
     const threads = sent.flatMap((p) => ("thread" in p ? [p.thread] : []));
-    const { results } =
-      threads.length > 0 ? await client.graders.gradeBatch({ graderKey, threads, version: opts.version }) : { results: [] };
+    const results = threads.length > 0 ? await send(threads) : [];
     let next = 0;
     for (const p of sent) await write(p.line, "thread" in p ? results[next++] : { error: { code: "BAD_LINE", message: p.problem } });
     progress.tick(sent.length);
   };
 
+  const formats = new FormatTracker();
   let lineNo = 0;
   for await (const raw of createInterface({ input: createReadStream(opts.threads), crlfDelay: Number.POSITIVE_INFINITY })) {
     lineNo++;
     if (!raw.trim()) continue;
-    let value: unknown;
-    let problem: string | undefined;
-    try {
-      value = JSON.parse(raw);
-      problem = threadProblem(value);
-    } catch (error) {
-      problem = `not JSON (${(error as Error).message})`;
-    }
-    if (problem) {
-      progress.note(`line ${lineNo}: ${problem}; skipped`);
-      chunk.push({ line: lineNo, problem });
-    } else chunk.push({ line: lineNo, thread: value as WireThread });
+    const read = readThreadText(raw, { metadataColumns: opts.metadataColumns });
+    const said = formats.note(read.format, lineNo);
+    if (said) progress.note(said);
+    if ("problem" in read) {
+      progress.note(`line ${lineNo}: ${read.problem}; skipped`);
+      chunk.push({ line: lineNo, problem: read.problem });
+    } else chunk.push({ line: lineNo, thread: read.thread });
     if (chunk.length >= opts.batch) await flush();
   }
   await flush();

@@ -15,6 +15,7 @@ import {
   languageOfFile,
   type Sample,
   type UpdateResult,
+  VERSION,
   type WireThread,
 } from "../sdk/index.ts";
 import {
@@ -34,7 +35,8 @@ import {
   withApiOptions,
 } from "./api.ts";
 import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
-import { gradeFile } from "./grade-file.ts";
+import { gradeFile, type LineResult, type Summary } from "./grade-file.ts";
+import { collectKeys, type FileGrader, fileGraders } from "./grader-files.ts";
 import { addJudgeCommands } from "./judges.ts";
 import { addSecretCommands } from "./secrets.ts";
 
@@ -89,8 +91,119 @@ const languageOption = () =>
 /** The language to send for a grader file: --language, else what its name says, else none (the server's default). */
 const languageFor = (file: string, opts: { language?: Language }) => opts.language ?? languageOfFile(file);
 
-type PushOptions = ApiOptions & { key: string; language?: Language; description?: string; samples?: string; dryRun?: boolean };
+/** Creates the grader, or stores a new version when its key exists; prints what happened (not under --json: the result is returned). */
+async function pushOne(g: FileGrader, language: Language | undefined, samples: Sample[] | undefined, opts: PushOptions) {
+  const graders = client(opts).graders;
+  const { key, source } = g;
+  const update = () => graders.update({ graderKey: key, source, language, description: opts.description, samples, dryRun: opts.dryRun });
+  let result: GraderWithSource & Partial<UpdateResult>;
+  let created = false;
+  if (opts.dryRun) result = await update();
+  else {
+    result = await graders.create.function({ key, source, language, description: opts.description ?? "", samples }).then(
+      (g) => {
+        created = true;
+        return g;
+      },
+      (error) => {
+        if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
+        return update();
+      },
+    );
+  }
+  if (opts.json) return result;
+  const from = g.exportName ? ` from ${g.exportName}` : "";
+  if (created) console.log(`✓ created ${result.key} (version 1) in ${result.language}${from}`);
+  else if (result.unchanged) {
+    console.log(`✓ ${result.key} unchanged, still version ${result.version}${from}`);
+    return result;
+  } else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
+  else console.log(`✓ updated ${result.key} to version ${result.version} in ${result.language}${from}`);
+  for (const w of result.warnings) console.log(`  warning: ${w}`);
+  const report = result.report;
+  if (report && report.samples > 0) {
+    console.log(`  samples: ${report.samples}, ${report.changed.length} changed`);
+    // numbered from 1, as the lines of the --samples file
+    for (const c of report.changed) console.log(`    sample ${c.index + 1}: ${c.before} → ${c.after}`);
+  }
+  return result;
+}
 
+/**
+ * `test`: the checks, then the --threads file streamed through validate in chunks of the server's
+ * batch limit (each chunk is a validation: checked again, then graded), results as they come.
+ */
+async function testOne(g: FileGrader, language: Language | undefined, opts: ApiOptions & { threads?: string; metadataColumns?: string[] }) {
+  const graders = client(opts).graders;
+  const { source } = g;
+  const named = g.exportName ? `${g.key} (${g.exportName}): ` : "";
+  const printChecked = (warnings: string[]) => {
+    if (opts.json) return;
+    console.log(`✓ ${named}all five checks passed`);
+    for (const w of warnings) console.log(`  warning: ${w}`);
+  };
+  if (!opts.threads) {
+    const res = await graders.validate({ source, language });
+    if (opts.json) return printJson(g.exportName ? { key: g.key, ...res } : res);
+    return printChecked(res.warnings);
+  }
+  let checked = false;
+  const write = (line: number, r: LineResult) => {
+    if (opts.json) return void console.log(JSON.stringify({ ...(g.exportName ? { key: g.key } : {}), line, ...r }));
+    const at = "error" in r && "line" in r.error && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
+    console.log(
+      `  line ${line}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}${at}`}`,
+    );
+    if ("error" in r && "line" in r.error && r.error.line !== undefined) console.log(caret(source, r.error.line, r.error.column, "      "));
+  };
+  const { maxBatchThreads } = await client(opts).limits();
+  const summary = await gradeFile(
+    async (threads) => {
+      const res = await graders.validate({ source, language, threads });
+      if (!checked) printChecked(res.warnings);
+      checked = true;
+      return res.results ?? [];
+    },
+    { threads: opts.threads, batch: maxBatchThreads, quiet: !!opts.json, metadataColumns: opts.metadataColumns, write },
+  );
+  if (!checked) {
+    // every line was bad: the checks still run
+    const res = await graders.validate({ source, language });
+    printChecked(res.warnings);
+  }
+  if (!opts.json) console.error(summaryLine(summary));
+  if (summary.scored < summary.count) process.exitCode = EXIT_FAILED;
+}
+
+/** The one-line summary of a --threads run. */
+const summaryLine = (summary: Summary) =>
+  `graded ${summary.count}: ${summary.scored} scored (mean ${summary.mean?.toFixed(4) ?? "-"}, min ${summary.min ?? "-"}, max ${summary.max ?? "-"})` +
+  (Object.keys(summary.errors).length
+    ? `; errors ${Object.entries(summary.errors)
+        .map(([c, n]) => `${c} ${n}`)
+        .join(", ")}`
+    : "");
+
+type PushOptions = ApiOptions & { key?: string[]; language?: Language; description?: string; samples?: string; dryRun?: boolean };
+
+/** --metadata-columns a,b: the columns of OpenAI and TRL lines that become a thread's metadata. */
+const metadataColumnsOption = () =>
+  new Option(
+    "--metadata-columns <names>",
+    "for OpenAI chat and TRL lines: the columns that become the thread's metadata, comma-separated (default: every column but the thread's own)",
+  ).argParser((v) =>
+    v
+      .split(",")
+      .map((c) => c.trim())
+      .filter(Boolean),
+  );
+
+/** -k/--key of push and test: optional where the file's names give it. */
+const keyOption = () =>
+  new Option(
+    "-k, --key <key>",
+    "the grader key (default: the file's name, or each named export's name in kebab-case); for a file of several named exports, EXPORT=KEY (repeatable)",
+  ).argParser(collectKeys);
 /**
  * The gradebox program with every client command (all but serve and keys). Settings that
  * subcommands must share live in GradeboxCommand, so commands added later get them too.
@@ -101,57 +214,29 @@ export function clientProgram(): Command {
     .description(
       "Function, judge and endpoint graders: register, validate and run async grade(thread) functions in a sandbox, AI judges, or external reward servers.",
     )
+    .version(VERSION, "-V, --version", "print the version")
     .addHelpText("after", `\n${EXIT_STATUS_HELP}`);
 
   /** A top-level command with the options every API command takes. */
   const api = (name: string, description: string): Command => withApiOptions(program.command(name).description(description));
 
   api("push", "validate a grader file and store it: creates the grader, or a new version when the key exists")
-    .argument("<file>", "a .ts or .js file with an async grade(thread) function, or a .py file with an async def grade(thread)")
-    .requiredOption("-k, --key <key>", "the grader key")
+    .argument(
+      "<file>",
+      "a .ts or .js file with an async grade(thread) function (its local imports are bundled in) or several exported async functions, or a .py file with an async def grade(thread)",
+    )
+    .addOption(keyOption())
     .addOption(languageOption())
     .option("-d, --description <text>", "what it scores (on an update, absent keeps the current one)")
     .option("-s, --samples <jsonl>", "sample threads the grader carries, one {thread, expected?} per line (test_run grades them)")
     .option("--dry-run", "for an existing key: check the new source and report how the samples' scores change, store nothing")
     .action(async (file: string, opts: PushOptions) => {
-      const source = await readInput(file);
       const language = languageFor(file, opts);
       const samples = opts.samples ? ((await readJsonl(opts.samples)) as Sample[]) : undefined;
-      await run(
-        opts,
-        async () => {
-          const graders = client(opts).graders;
-          const update = () =>
-            graders.update({ graderKey: opts.key, source, language, description: opts.description, samples, dryRun: opts.dryRun });
-          let result: GraderWithSource & Partial<UpdateResult>;
-          let created = false;
-          if (opts.dryRun) result = await update();
-          else {
-            result = await graders.create.function({ key: opts.key, source, language, description: opts.description ?? "", samples }).then(
-              (g) => {
-                created = true;
-                return g;
-              },
-              (error) => {
-                if (!(error instanceof ConflictError && error.code === "GRADER_EXISTS")) throw error;
-                return update();
-              },
-            );
-          }
-          if (opts.json) return printJson(result);
-          if (created) console.log(`✓ created ${result.key} (version 1) in ${result.language}`);
-          else if (result.unchanged) return console.log(`✓ ${result.key} unchanged, still version ${result.version}`);
-          else if (result.dryRun) console.log(`✓ ${result.key}: the new source passes every check (dry run: nothing stored)`);
-          else console.log(`✓ updated ${result.key} to version ${result.version} in ${result.language}`);
-          for (const w of result.warnings) console.log(`  warning: ${w}`);
-          const report = result.report;
-          if (report && report.samples > 0) {
-            console.log(`  samples: ${report.samples}, ${report.changed.length} changed`);
-            for (const c of report.changed) console.log(`    sample ${c.index}: ${c.before} → ${c.after}`);
-          }
-        },
-        source,
-      );
+      const found = await fileGraders(file, { key: opts.key, language }).catch((error) => fail(error, opts));
+      const results: unknown[] = [];
+      for (const g of found) results.push(await run(opts, () => pushOne(g, language, samples, opts), g.source));
+      if (opts.json) printJson(found.length === 1 ? results[0] : results);
     });
 
   api("versions", "list a grader's versions")
@@ -190,30 +275,17 @@ export function clientProgram(): Command {
     );
 
   api("test", "run the five checks on a file and grade sample threads, without saving")
-    .argument("<file>", "a .ts, .js or .py grader file")
+    .argument("<file>", "a .ts, .js or .py grader file (each named export of a file of several is tested)")
     .addOption(languageOption())
-    .option("-t, --threads <jsonl>", "threads to grade, one JSON thread per line")
-    .action(async (file: string, opts: ApiOptions & { language?: Language; threads?: string }) => {
-      const source = await readInput(file);
+    .option(
+      "-t, --threads <jsonl>",
+      "threads to grade, one per line: Gradebox threads, OpenAI chat lines or TRL prompt-completion lines; streamed in chunks, any size",
+    )
+    .addOption(metadataColumnsOption())
+    .action(async (file: string, opts: ApiOptions & { language?: Language; threads?: string; metadataColumns?: string[] }) => {
       const language = languageFor(file, opts);
-      const threads = opts.threads ? ((await readJsonl(opts.threads)) as WireThread[]) : undefined;
-      await run(
-        opts,
-        async () => {
-          const res = await client(opts).graders.validate({ source, language, threads });
-          if (opts.json) return printJson(res);
-          console.log("✓ all five checks passed");
-          for (const w of res.warnings) console.log(`  warning: ${w}`);
-          for (const [i, r] of (res.results ?? []).entries()) {
-            const at = "error" in r && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
-            console.log(
-              `  thread ${i + 1}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}${at}`}`,
-            );
-            if ("error" in r && r.error.line !== undefined) console.log(caret(source, r.error.line, r.error.column, "      "));
-          }
-        },
-        source,
-      );
+      const found = await fileGraders(file, { language }).catch((error) => fail(error, opts));
+      for (const g of found) await run(opts, () => testOne(g, language, opts), g.source);
     });
 
   api("ls", "list the project's graders").action((opts: ApiOptions) =>
@@ -262,6 +334,16 @@ export function clientProgram(): Command {
       );
   }
 
+  api("release", "lift a grader's quarantine (it took its sandbox worker down 3 times in 10 minutes)")
+    .argument("<key>", "the grader key")
+    .action((key: string, opts: ApiOptions) =>
+      run(opts, async () => {
+        const g = await client(opts).graders.release({ graderKey: key });
+        if (opts.json) return printJson(g);
+        console.log(`✓ ${key} released`);
+      }),
+    );
+
   api("rm", "delete a grader (refused while locked or used by a combined grader)")
     .argument("<key>", "the grader key")
     .action((key: string, opts: ApiOptions) =>
@@ -275,13 +357,17 @@ export function clientProgram(): Command {
   api("grade", "grade one thread (--thread) or a JSONL file of threads (--threads) with a grader")
     .argument("<key>", "the grader key, or key@version to grade with that version", parseRef)
     .option("--thread <json>", "one thread {turns: [{role, content}], metadata?}: inline JSON (starting with {), or a file holding it")
-    .option("--threads <jsonl>", "a JSONL file of threads, streamed in batches; exits 1 when any line failed")
+    .option(
+      "--threads <jsonl>",
+      "a JSONL file of Gradebox threads, OpenAI chat lines or TRL prompt-completion lines, streamed in batches; exits 1 when any line failed",
+    )
+    .addOption(metadataColumnsOption())
     .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")
     .option("--batch <n>", "threads per request", wholeNumber, 256)
     .action(
       async (
         { key, version }: Ref,
-        opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number },
+        opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number; metadataColumns?: string[] },
         command: Command,
       ) => {
         if (!opts.thread === !opts.threads) command.error("error: pass exactly one of --thread <json> or --threads <jsonl>");
@@ -305,27 +391,19 @@ export function clientProgram(): Command {
           });
         }
         return run(opts, async () => {
-          const summary = await gradeFile(client(opts), key, {
+          const graders = client(opts).graders;
+          const summary = await gradeFile(async (threads) => (await graders.gradeBatch({ graderKey: key, threads, version })).results, {
             threads: opts.threads as string,
             out: opts.out,
             batch: opts.batch,
             quiet: !!opts.json,
-            version,
+            metadataColumns: opts.metadataColumns,
           });
           // stdout carries the results when there is no --out, and under --json always (so it is
           // JSONL, or empty): the summary goes to stderr then
           if (opts.json) console.error(JSON.stringify({ summary }));
-          else {
-            const line =
-              `graded ${summary.count}: ${summary.scored} scored (mean ${summary.mean?.toFixed(4) ?? "-"}, min ${summary.min ?? "-"}, max ${summary.max ?? "-"})` +
-              (Object.keys(summary.errors).length
-                ? `; errors ${Object.entries(summary.errors)
-                    .map(([c, n]) => `${c} ${n}`)
-                    .join(", ")}`
-                : "");
-            if (opts.out) console.log(line);
-            else console.error(line);
-          }
+          else if (opts.out) console.log(summaryLine(summary));
+          else console.error(summaryLine(summary));
           if (summary.scored < summary.count) process.exitCode = EXIT_FAILED;
         });
       },

@@ -1,6 +1,7 @@
 // DOM helpers: finding elements, building them from text (never HTML), tables and highlighted source.
 
 import hljs from "highlight.js/lib/core";
+import diff from "highlight.js/lib/languages/diff";
 import handlebars from "highlight.js/lib/languages/handlebars";
 import python from "highlight.js/lib/languages/python";
 import typescript from "highlight.js/lib/languages/typescript";
@@ -8,6 +9,7 @@ import typescript from "highlight.js/lib/languages/typescript";
 hljs.registerLanguage("typescript", typescript);
 hljs.registerLanguage("python", python);
 hljs.registerLanguage("handlebars", handlebars);
+hljs.registerLanguage("diff", diff);
 
 /** What the console highlights: a function grader's language, or a judge's template. */
 export type Highlighted = "typescript" | "python" | "handlebars";
@@ -82,6 +84,13 @@ export function renderSource(target: HTMLElement, source: string, errorLine?: nu
     .split("\n")
     .map((line, i) => `<span class="line${i + 1 === errorLine ? " error-line" : ""}" data-line="${i + 1}">${line}</span>`)
     .join("");
+}
+
+/** A unified diff, highlighted: added lines green (hljs-addition), removed ones red (hljs-deletion). */
+export function renderDiff(target: HTMLElement, patch: string): void {
+  const code = el("code", "", "hljs language-diff");
+  code.innerHTML = hljs.highlight(patch, { language: "diff" }).value;
+  target.replaceChildren(code);
 }
 
 /** Highlighted source in a block of its own: `<pre><code class="hljs">`. */

@@ -113,7 +113,16 @@ async function readSource(input: GraderSourceInput & { language?: Language }): P
     }
     return { source: functionSource(input.fn), language };
   }
-  const source = input.source ?? (await (await import("./node.ts")).readTextFile(input.file as string));
+  const source =
+    input.source ??
+    (
+      await (
+        await import("./node.ts")
+      ).readGraderFile(input.file as string, {
+        python: language === "python",
+        exportName: "export" in input ? input.export : undefined,
+      })
+    ).source;
   return language === undefined ? { source } : { source, language };
 }
 

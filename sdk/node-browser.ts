@@ -8,6 +8,10 @@ export async function readTextFile(_path: string): Promise<string> {
   throw new GradeboxError("`file` needs Node: in a browser pass the grader's `source` or `fn`");
 }
 
+export async function readGraderFile(_path: string): Promise<{ source: string; files: string[] }> {
+  throw new GradeboxError("`file` needs Node: in a browser pass the grader's `source` or `fn`");
+}
+
 export const nodeTransport: Transport = async () => {
   throw new GradeboxError("the Node transport is not available in a browser: the client uses the global fetch there");
 };

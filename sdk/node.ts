@@ -8,6 +8,23 @@ export async function readTextFile(path: string): Promise<string> {
   return readFile(path, "utf8");
 }
 
+/**
+ * A grader file as the server gets it: a TypeScript file's local imports bundled in (bundle.ts;
+ * `root` is the project directory they must lie in, default the current one), and with
+ * `exportName`, that named export as its entry point. A Python file is read as it is.
+ */
+export async function readGraderFile(
+  path: string,
+  opts: { python?: boolean; exportName?: string; root?: string } = {},
+): Promise<{ source: string; files: string[] }> {
+  const text = await readTextFile(path);
+  if (opts.python) return { source: text, files: [] };
+  const { bundleLocalImports } = await import("./bundle.ts");
+  const { withEntry } = await import("./grader-files.ts");
+  const bundled = await bundleLocalImports(path, text, opts.root);
+  return opts.exportName && opts.exportName !== "default" ? { ...bundled, source: withEntry(bundled.source, opts.exportName) } : bundled;
+}
+
 type NodeHttp = typeof import("node:http");
 let node: Promise<{ request(url: URL): NodeHttp["request"]; agent(url: URL): import("node:http").Agent }> | undefined;
 

@@ -103,7 +103,12 @@ export type GraderFunction = (thread: StringThread) => Promise<GraderOutput>;
 export type GraderSourceInput =
   | { fn: GraderFunction; source?: never; file?: never }
   | { source: string; fn?: never; file?: never }
-  | { file: string; fn?: never; source?: never };
+  /**
+   * `file`: a grader file, its local imports (`import { a } from "./util"`) bundled in from the
+   * current directory (esbuild must be installed); `export` picks one of its named exports
+   * (`export async function exactMatch(thread)`) as the grader.
+   */
+  | { file: string; export?: string; fn?: never; source?: never };
 /** A sample thread a grader carries: test_run grades it, and must give `expected` when set. */
 export interface Sample extends Omit<Wire.SampleInput, "thread"> {
   thread: ThreadInput;

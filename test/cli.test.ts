@@ -338,7 +338,7 @@ test("grade --thread and test (the five checks plus sample threads, nothing save
   const sample = join(dir, "sample.jsonl");
   writeFileSync(sample, `${JSON.stringify({ turns: [{ role: "assistant", content: '{"name":"a","email":"b","age":1}' }] })}\n`);
   const tested = await run("test", "examples/json-shape.ts", "--threads", sample);
-  assert.match(tested.stdout, /all five checks passed[\s\S]*thread 1: 1/);
+  assert.match(tested.stdout, /all five checks passed[\s\S]*line 1: 1/);
   assert.deepEqual(
     JSON.parse((await run("ls", "--json")).stdout).map((g: { key: string }) => g.key),
     ["kw"],
@@ -393,11 +393,11 @@ test("push --samples: test_run grades the samples; --dry-run reports how their s
   writeFileSync(file, "async function grade(t) {\n  return (t.completion() ?? '').trim() === t.metadata.expected ? 1 : 0;\n}\n");
   const dry = (await run("push", file, "--key", "expects", "--dry-run")).stdout;
   assert.match(dry, /dry run: nothing stored/);
-  assert.match(dry, /samples: 2, 1 changed\n {4}sample 1: 0 → 1/);
+  assert.match(dry, /samples: 2, 1 changed\n {4}sample 2: 0 → 1/);
   assert.match((await run("versions", "expects")).stdout, /^\* {4}1 /m, "still at version 1");
   writeFileSync(samples, `${line("4", 0)}\n`);
   const failed = await runFail("push", file, "--key", "expects", "--samples", samples);
-  assert.match(failed.stderr, /test_run check failed: sample 0 should score 0 but scored 1/);
+  assert.match(failed.stderr, /test_run check failed: sample 1 should score 0 but scored 1/);
 });
 
 test("a grader error: grade --thread prints the line with a caret under the column; test --threads gives each error's line and column", async () => {
@@ -422,9 +422,11 @@ test("a grader error: grade --thread prints the line with a caret under the colu
 
   const threads = join(dir, "k.jsonl");
   writeFileSync(threads, `${good}\n${bad}\n`);
-  const { stdout } = await run("test", file, "--threads", threads);
-  assert.match(stdout, /thread 1: 0\n/);
-  assert.match(stdout, /thread 2: GRADER_ERROR: TypeError: t\.metadata\.k\.filter is not a function \(line 3, column 23\)\n/);
+  // a thread that errors fails the run (exit 1), as it does for grade --threads
+  const { stdout, code } = await runFail("test", file, "--threads", threads);
+  assert.equal(code, 1);
+  assert.match(stdout, /line 1: 0\n/);
+  assert.match(stdout, /line 2: GRADER_ERROR: TypeError: t\.metadata\.k\.filter is not a function \(line 3, column 23\)\n/);
   assert.match(stdout, / {6}3 \| {3}return t\.metadata\.k\.filter\(\(x\) => x\)\.length;\n {8}\| {23}\^/);
 });
 

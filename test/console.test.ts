@@ -3,7 +3,9 @@
 
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { FakeOpenAI } from "./support/fake-openai.ts";
@@ -549,12 +551,14 @@ test("errors show where they happened: under Run, under the editor's line, under
   await runStored([said("4")], 1);
   assert.match(await status(), /^graded 1 thread/);
 
-  // threads that are not JSON: in the test panel
+  // a line that is not JSON: marked in its row, the other lines graded (the run goes on)
   await page.fill("#threads", `${said("4")}\n{"turns": [`);
   await page.click("#run-test");
-  await page.waitForSelector("#test-error:has-text('line 2 is not JSON')");
-  assert.equal(await status(), "", "not in the page header");
-  assert.equal(await page.locator("#results > tbody > tr").count(), 0);
+  await page.waitForSelector("#results > tbody > tr.bad-line:has-text('BAD_LINE: not JSON')");
+  assert.equal(await page.locator("#results > tbody > tr").count(), 2);
+  assert.match((await page.textContent("#results > tbody > tr:nth-child(1)")) ?? "", /^11/);
+  assert.equal(await page.isVisible("#test-error"), false);
+  assert.match(await status(), /^graded 1 thread; 1 line is not a thread \(marked\)$/);
 
   // a grader deleted behind the console's back: in the test panel
   assert.equal((await call(s.app, "POST", "/v1/projects/web/graders", { key: "gone", source: "async (t) => 1" })).status, 201);
@@ -779,4 +783,127 @@ test("a Python grader created in the form; a Python syntax error is shown on its
   await page.click("#create-submit");
   await page.waitForSelector("#graders tr[data-key='py-made']");
   assert.equal((await s.store.mustGet("web", "py-made")).language, "python");
+});
+
+test("at 1,280 and 390 px: the key's hint, a version column, versions with Restore in view, source and a coloured diff not cut, a judge form that says to register a model, a test run past a line that is not JSON", async (t) => {
+  // a project of its own: no model registered, one grader with two versions and a line longer than any window
+  const project = "wide";
+  const long = `  const note = "${"a long string that no window is wide enough for ".repeat(4)}";`;
+  const v = (n: number) =>
+    `async function grade(thread: StringThread): Promise<number> {\n${long}\n  return thread.completion() === "${n}" ? 1 : 0;\n}\n`;
+  assert.equal(
+    (await call(s.app, "POST", `/v1/projects/${project}/graders`, { key: "wide", description: "v1", source: v(4) })).status,
+    201,
+  );
+  assert.equal(
+    (
+      await call(s.app, "PUT", `/v1/projects/${project}/graders/wide`, {
+        source: v(5),
+        description: "version two, with a description long enough to wrap",
+      })
+    ).status,
+    200,
+  );
+  const apiKey = await s.keyFor(project);
+  const dir = mkdtempSync(join(tmpdir(), "gradebox-console-shots-"));
+  t.diagnostic(`screenshots in ${dir}`);
+  for (const width of [1280, 390]) {
+    // a fresh tab: nothing connected yet
+    const tab = await browser.newPage({ viewport: { width, height: 900 } });
+    try {
+      await tab.goto(s.url);
+      const hint = (await tab.textContent("#key-hint")) ?? "";
+      assert.ok(await tab.isVisible("#key-hint"), "the hint says where a key comes from");
+      assert.match(hint, /data\/default\.key/);
+      assert.match(hint, /gradebox keys create --project NAME/);
+      await tab.fill("#api-key", apiKey);
+      await tab.click("#connect button");
+      await tab.waitForSelector(`#who:has-text('project ${project}')`);
+      assert.equal(await tab.isVisible("#key-hint"), false, "connected: the hint is gone");
+
+      const headings = (await tab.locator("#graders thead th").allTextContents()).map((h) => h.replace(/\u00ad/g, ""));
+      assert.equal(headings[3], "version");
+      assert.equal(await tab.textContent("#graders tr[data-key='wide'] td:nth-child(4)"), "2");
+
+      await tab.click("#graders tr[data-key='wide']");
+      await tab.waitForSelector("#versions tr[data-version='1'] button");
+      await tab.selectOption("#diff-from", "1");
+      await tab.click("#diff-run");
+      await tab.waitForSelector("#diff .hljs-addition");
+      assert.ok((await tab.locator("#diff .hljs-deletion").count()) >= 1, "removed lines are marked");
+      assert.ok((await tab.locator("#diff .hljs-addition").count()) >= 1, "added lines are marked");
+      const colours = await tab.evaluate(() =>
+        [".hljs-addition", ".hljs-deletion"].map((c) => getComputedStyle(document.querySelector(`#diff ${c}`) as Element).backgroundColor),
+      );
+      for (const c of colours) assert.notEqual(c, "rgba(0, 0, 0, 0)", "each has a background colour");
+      assert.notEqual(colours[0], colours[1]);
+
+      // no functions declared inside: the page has no __name (the helper tsx adds to named ones)
+      const m = await tab.evaluate(() => {
+        const sizes: Record<string, { scroll: number; client: number }> = {};
+        for (const [part, sel] of Object.entries({
+          page: "html",
+          list: "#list-panel",
+          detail: "#detail",
+          versions: "#versions",
+          source: "#source-block",
+          diff: "#diff",
+        })) {
+          const e = document.querySelector(sel) as HTMLElement;
+          sizes[part] = { scroll: e.scrollWidth, client: e.clientWidth };
+        }
+        const restore = (document.querySelector("#versions button") as HTMLElement).getBoundingClientRect();
+        return { sizes, restore: { left: restore.left, right: restore.right }, width: document.documentElement.clientWidth };
+      });
+      for (const part of ["page", "list", "detail", "versions", "source", "diff"] as const) {
+        const size = m.sizes[part];
+        assert.ok(
+          size.scroll <= size.client,
+          `${width} px: ${part} is ${size.scroll} px wide in ${size.client} px: cut or scrolling sideways`,
+        );
+      }
+      assert.ok(
+        m.restore.left >= 0 && m.restore.right <= m.width,
+        `${width} px: Restore at [${m.restore.left}, ${m.restore.right}] in ${m.width} px`,
+      );
+      assert.equal(await tab.locator("#source .line").count(), 5, "the long line wraps, one numbered line still");
+      await tab.screenshot({ path: join(dir, `grader-${width}.png`), fullPage: true });
+
+      // one line that is not JSON is marked; the lines around it are graded, each format named
+      const said = (c: string) => ({ role: "assistant", content: c });
+      await tab.fill(
+        "#threads",
+        [
+          JSON.stringify({ messages: [{ role: "user", content: "?" }, said("5")], source: "chat" }),
+          "{not json",
+          JSON.stringify({ prompt: "?", completion: "4" }),
+        ].join("\n"),
+      );
+      await tab.click("#run-test");
+      await tab.waitForSelector("#results tbody tr.bad-line");
+      const rows = await tab.locator("#results > tbody > tr").allTextContents();
+      assert.equal(rows.length, 3);
+      assert.match(rows[0], /^11$/);
+      assert.match(rows[1], /^2BAD_LINE: not JSON/);
+      assert.match(rows[2], /^30$/);
+      assert.equal(await tab.textContent("#threads-format"), "reading OpenAI chat lines; line 3: reading TRL standard lines too");
+      assert.match((await tab.textContent("#status")) ?? "", /graded 2 threads; 1 line is not a thread \(marked\)/);
+
+      // a judge with no model registered: the form says how to register one, not a pattern error
+      await tab.click("#new-judge");
+      assert.ok(await tab.isVisible("#judge-no-model"));
+      await tab.fill("#judge-key", "polite");
+      await tab.fill("#judge-criteria", "is polite");
+      await tab.click("#judge-submit");
+      await tab.waitForSelector("#judge-error:has-text('Register a judge model first')");
+      const said2 = (await tab.textContent("#judge-error")) ?? "";
+      assert.match(said2, /Judge models .*`gradebox models create`/);
+      assert.doesNotMatch(said2, /must match|regex|pattern/i);
+      const page2 = await tab.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      assert.ok(page2[0] <= page2[1], `${width} px, the judge form: the page is ${page2[0]} px wide`);
+      await tab.screenshot({ path: join(dir, `judge-${width}.png`), fullPage: true });
+    } finally {
+      await tab.close();
+    }
+  }
 });

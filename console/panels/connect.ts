@@ -11,6 +11,7 @@ async function start(key: string): Promise<void> {
   const { client, project } = await connect(key);
   state.client = client;
   $("#who").textContent = `project ${project}`;
+  $("#key-hint").hidden = true;
   $("main").hidden = false;
   status("");
   await Promise.all([refresh(), refreshModels()]);

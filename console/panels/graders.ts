@@ -16,11 +16,14 @@ export async function refresh(): Promise<void> {
         g.key,
         g.kind,
         g.language ?? "",
+        String(g.version),
         g.description,
         g.locked ? "locked" : "",
         String(g.warnings.length),
-        when(g.createdAt),
+        // the day only: the list must fit half a window (the open grader's versions give the time)
+        g.createdAt.slice(0, 10),
       ]);
+      tr.cells[7].title = when(g.createdAt);
       tr.dataset.key = g.key;
       if (g.key === state.selected) tr.className = "selected";
       tr.addEventListener("click", () => open(g.key).catch((error) => fail(error, underRow(rowOf("#graders", g.key), $("#detail-error")))));

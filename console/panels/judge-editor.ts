@@ -2,15 +2,20 @@
 
 import type { CannotAssessStrategy, Gradebox, GraderWithSource, PrebuiltJudgeType, RubricCriterionInput } from "../../sdk/index.ts";
 import { $, showPanel, val } from "../dom.ts";
-import { showError, status } from "../feedback.ts";
+import { inBox, showError, status } from "../feedback.ts";
 import { parseItems } from "../parse.ts";
 import { state } from "../state.ts";
 import { open } from "./detail.ts";
 
-/** Shows the judge editor with the fields of the chosen kind. */
+/** What to do when the project has no model for a judge to call. */
+export const NO_MODEL =
+  "Register a judge model first: add one under Judge models (a key, its OpenAI-compatible baseURL and the model name), or run `gradebox models create`.";
+
+/** Shows the judge editor with the fields of the chosen kind (and, with no model registered, how to register one). */
 function showJudgeEditor(): void {
   showPanel("judge-create");
   $("#judge-error").hidden = true;
+  $("#judge-no-model").hidden = $<HTMLSelectElement>("#judge-model").options.length > 0;
   showJudgeKind();
 }
 
@@ -22,6 +27,11 @@ function showJudgeKind(): void {
 async function createJudge(): Promise<void> {
   if (!state.client) return;
   const box = $("#judge-error");
+  if (!val("#judge-model")) {
+    // the server would answer that "" is not a model key; the user needs to know there is none
+    $("#judge-no-model").hidden = false;
+    return inBox(box)(NO_MODEL);
+  }
   try {
     const g = await postJudge(state.client, val("#judge-kind"));
     box.hidden = true;

@@ -19,6 +19,7 @@ export async function refreshModels(): Promise<void> {
       return option;
     }),
   );
+  $("#judge-no-model").hidden = models.length > 0;
 }
 
 function modelRow(m: Model): HTMLTableRowElement {

@@ -1,10 +1,10 @@
 // The test payload: grade pasted or uploaded threads with the open grader (or a pinned version of
 // it) or with the unsaved source in the editor, and show a judge's prompt for the first thread.
 
-import type { GradeResult, WireThread } from "../../sdk/index.ts";
+import type { GradeResult } from "../../sdk/index.ts";
 import { $, el, row, val } from "../dom.ts";
 import { fail, inBox, position, status } from "../feedback.ts";
-import { parseItems } from "../parse.ts";
+import { parseThreads } from "../parse.ts";
 import { state } from "../state.ts";
 import { editorLanguage } from "./editor.ts";
 import { scoreRow, sourceRow } from "./results.ts";
@@ -16,9 +16,17 @@ async function runTest(): Promise<void> {
   body.replaceChildren();
   inBox($("#test-error"))();
   try {
-    const threads = parseItems<WireThread>(val("#threads"), "thread", "threads ");
+    const { items, notes } = parseThreads(val("#threads"));
+    $("#threads-format").textContent = notes.join("; ");
+    const threads = items.flatMap((item) => ("thread" in item ? [item.thread] : []));
+    if (threads.length === 0)
+      throw new Error(
+        items.length === 1 && "problem" in items[0]
+          ? `threads: ${items[0].problem}`
+          : "no thread to grade: every line has a problem (shown below)",
+      );
     const target = ($<HTMLInputElement>('input[name="target"]:checked').value ?? "stored") as "stored" | "source";
-    let results: GradeResult[];
+    let results: GradeResult[] = [];
     /** the source that graded them, for the line an error points at */
     let sourceOf: () => Promise<string | undefined>;
     if (target === "source") {
@@ -36,16 +44,29 @@ async function runTest(): Promise<void> {
     }
     const located = results.some((r) => "error" in r && r.error.line !== undefined);
     const source = located ? await sourceOf() : undefined;
+    let next = 0;
     body.replaceChildren(
-      ...results.flatMap((r, i) => {
+      ...items.flatMap((item) => {
+        const i = item.n - 1;
+        if ("problem" in item) {
+          // a line that is no thread: marked where it was, the others graded
+          const tr = row([String(item.n), "", `BAD_LINE: ${item.problem}`]);
+          tr.className = "error bad-line";
+          return [tr];
+        }
+        const r = results[next++];
         if ("score" in r) return [scoreRow(i, r)];
-        const tr = row([String(i + 1), "", `${r.error.code}: ${r.error.message}${position(r.error)}`]);
+        const tr = row([String(item.n), "", `${r.error.code}: ${r.error.message}${position(r.error)}`]);
         tr.className = "error";
         if (r.error.line === undefined || source === undefined) return [tr];
         return [tr, sourceRow(source, r.error.line, r.error.column ?? 1)];
       }),
     );
-    status(`graded ${results.length} thread${results.length === 1 ? "" : "s"}`, true);
+    const skipped = items.length - threads.length;
+    status(
+      `graded ${results.length} thread${results.length === 1 ? "" : "s"}${skipped ? `; ${skipped} line${skipped === 1 ? " is" : "s are"} not a thread (marked)` : ""}`,
+      true,
+    );
   } catch (error) {
     fail(error, inBox($("#test-error")));
   }
@@ -56,7 +77,10 @@ async function showPrompt(): Promise<void> {
   const { client, selected } = state;
   if (!client || !selected) return;
   try {
-    const [thread] = parseItems<WireThread>(val("#threads"), "thread", "threads ");
+    const first = parseThreads(val("#threads")).items[0];
+    if (!first || "problem" in first)
+      throw new Error(`threads: the first one is not a thread: ${first && "problem" in first ? first.problem : "none"}`);
+    const { thread } = first;
     const { messages } = await client.graders.prompt({ graderKey: selected, thread });
     $("#prompt").replaceChildren(
       el("h3", "Prompt"),

@@ -1,7 +1,7 @@
 // A function grader's versions: the table (restore any but the current one) and the diff of two.
 
 import { createTwoFilesPatch } from "diff";
-import { $, row, rowOf, when } from "../dom.ts";
+import { $, renderDiff, row, rowOf, when } from "../dom.ts";
 import { fail, inBox, status, underRow } from "../feedback.ts";
 import { state } from "../state.ts";
 import { open } from "./detail.ts";
@@ -72,7 +72,7 @@ async function showDiff(): Promise<void> {
       ),
     );
     if (!from || !to) return;
-    $("#diff").textContent = createTwoFilesPatch(`${key}@${from.version}`, `${key}@${to.version}`, from.source, to.source);
+    renderDiff($("#diff"), createTwoFilesPatch(`${key}@${from.version}`, `${key}@${to.version}`, from.source, to.source));
     inBox($("#diff-error"))();
   } catch (error) {
     fail(error, inBox($("#diff-error")));
