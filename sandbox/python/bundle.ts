@@ -15,7 +15,7 @@ export interface PythonScripts {
 }
 
 /** Env's names the Pyodide bundle sees lexically, as the parameters of the function around it. */
-const SHELL_NAMES = ["WebAssembly", "read", "load", "readbuffer", "os", "performance", "console", "TextEncoder", "TextDecoder"];
+const SHELL_NAMES = ["WebAssembly", "read", "load", "readbuffer", "os", "performance", "console", "TextEncoder", "TextDecoder", "Error"];
 
 function bundleOne(entry: string): string {
   const result = esbuild.buildSync({

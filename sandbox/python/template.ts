@@ -121,12 +121,17 @@ export function makeTemplate(memoryMb: number): PythonTemplate {
   const stdlib = new ivm.ExternalCopy(stdlibBytes.buffer.slice(stdlibBytes.byteOffset, stdlibBytes.byteOffset + stdlibBytes.byteLength));
   const lock = readFileSync(join(pyodideDir, "pyodide-lock.json"), "utf8");
   const files = libraryFiles();
-  const bootModule = new ivm.ExternalCopy(new WebAssembly.Module(binary));
+  // the binary's own minimum is the interpreter's memory as it boots; the grader's limit comes on top
+  const { minPages } = capMemory(new Uint8Array(binary), 65536);
+  const pages = minPages + memoryMb * (MB / PAGE);
+  // the template boots on the very module every grader's isolate will use: the code it compiled
+  // while booting is then shared by all of them
+  const module = new ivm.ExternalCopy(new WebAssembly.Module(capMemory(new Uint8Array(binary), pages).bytes));
   const isolate = new ivm.Isolate({ memoryLimit: TEMPLATE_LIMIT_MB });
   let snapshot: ivm.ExternalCopy<ArrayBuffer>;
   try {
     const context = isolate.createContextSync();
-    startInterpreter(isolate, context, { module: bootModule, stdlib, lock, files, timeoutMs: 60_000 });
+    startInterpreter(isolate, context, { module, stdlib, lock, files, timeoutMs: 60_000 });
     const imports = PRELOADED.map((m) => `import ${m}`).join("\n");
     snapshot = context.evalClosureSync(
       `const py = globalThis.__gradebox_py_boot.pyodide();
@@ -138,12 +143,8 @@ export function makeTemplate(memoryMb: number): PythonTemplate {
     ) as ivm.ExternalCopy<ArrayBuffer>;
   } finally {
     isolate.dispose();
-    bootModule.release();
   }
   const snapshotBytes = snapshot.copy().byteLength;
-  const pages = Math.ceil(snapshotBytes / PAGE) + memoryMb * (MB / PAGE);
-  const capped = capMemory(new Uint8Array(binary), pages);
-  const module = new ivm.ExternalCopy(new WebAssembly.Module(capped.bytes));
   return {
     module,
     stdlib,

@@ -34,6 +34,7 @@ interface PyEnv {
   console: Record<string, () => void>;
   TextEncoder: typeof TextEncoder;
   TextDecoder: typeof TextDecoder;
+  Error: ErrorConstructor;
   seal: () => void;
 }
 
@@ -133,6 +134,14 @@ function randomBase64(count: number): string {
   return out;
 }
 
+// Pyodide's PythonError raises Error.stackTraceLimit while it is made, which the prelude pins (a
+// stack is formatted outside any time limit): the bundle's Error has a limit of its own to set,
+// and is the real Error to everything else (instanceof included).
+const RealError = Error;
+class ShellError extends RealError {}
+Object.defineProperty(ShellError, "stackTraceLimit", { value: 10, writable: true });
+Object.defineProperty(ShellError, Symbol.hasInstance, { value: (v: unknown) => v instanceof RealError });
+
 const env: PyEnv = {
   WebAssembly: facade as unknown as typeof WebAssembly,
   read: () => {
@@ -162,6 +171,7 @@ const env: PyEnv = {
   console: { log() {}, warn() {}, error() {}, info() {}, debug() {} },
   TextEncoder,
   TextDecoder,
+  Error: ShellError as unknown as ErrorConstructor,
   seal() {
     sealed = true;
     // an instance's `constructor` would hand Python (which reaches every object Pyodide holds)
