@@ -116,6 +116,8 @@ export class Runtime {
   private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
   heapBytes = 0;
   calls = 0;
+  /** its loader says it is not to be used again (a Python interpreter that ran out of memory): the engine disposes it */
+  spent = false;
   /**
    * Bytes the process grew by over this isolate's calls (its module load included) that its
    * heap does not explain: memory it holds outside isolated-vm's accounting. See account().
@@ -214,7 +216,7 @@ export class Runtime {
 
   /** Errors carry positions in grader.js out of the isolate: map them to the user's source, or drop them. */
   private locate(reply: DecodedReply): DecodedReply {
-    if (this.loader.spent?.(reply)) this.dispose();
+    if (this.loader.spent?.(reply)) this.spent = true;
     if (!this.loader.mapsPositions) return reply;
     const outcomes = reply.outcomes;
     for (let k = 0; k < outcomes.length; k++) {
