@@ -5,6 +5,9 @@
 //                                type-checks)
 //   sandbox/isolate/prelude.js   the isolate's prelude, bundled (what a worker run from the
 //                                sources bundles as it starts)
+//   sandbox/python/isolate/      a Python isolate's scripts (env, boot with Pyodide's loader and
+//                                glue, shim), bundled; sandbox/python/lib/ (the in-sandbox
+//                                library) copied
 //   sdk/graders.ts               kept as source: esbuild bundles it into graders that import
 //                                gradebox/graders, so a grader compiles to the same script as
 //                                under `make run`
@@ -13,10 +16,11 @@
 //   package.json                 {"type": "module"}, so the tree runs wherever it is put
 // Run with node: node --no-node-snapshot dist/app/server/main.js (package.json's start; the image).
 
-import { cpSync, globSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, globSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
+import { bundlePython } from "../sandbox/python/bundle.ts";
 import { bundlePrelude } from "../sandbox/validate/compile.ts";
 import { buildConsole } from "../server/console.ts";
 
@@ -25,6 +29,8 @@ const out = resolve(process.argv[2] ?? join(root, "dist/app"));
 const ROOMS = ["server", "sandbox", "cli", "sdk"];
 /** Bundled whole rather than compiled file by file. */
 const PRELUDE = "sandbox/isolate/prelude.ts";
+/** A Python isolate's scripts (sandbox/python/bundle.ts), bundled whole too. */
+const PYTHON_ISOLATE = "sandbox/python/isolate/";
 
 const started = performance.now();
 rmSync(out, { recursive: true, force: true });
@@ -33,7 +39,7 @@ rmSync(out, { recursive: true, force: true });
 // the .js their .ts becomes. A bundle per entry with everything external is esbuild's way to
 // rewrite specifiers, which its plain transform does not do.
 const entryPoints = ROOMS.flatMap((room) => globSync(`${room}/**/*.ts`, { cwd: root })).filter(
-  (file) => file !== PRELUDE && !file.endsWith(".test.ts"),
+  (file) => file !== PRELUDE && !file.startsWith(PYTHON_ISOLATE) && !file.endsWith(".test.ts") && !file.endsWith(".d.ts"),
 );
 const compiled = await esbuild.build({
   absWorkingDir: root,
@@ -63,6 +69,13 @@ const compiled = await esbuild.build({
 if (compiled.errors.length > 0) process.exit(1);
 
 writeFileSync(join(out, PRELUDE.replace(/\.ts$/, ".js")), bundlePrelude());
+mkdirSync(join(out, PYTHON_ISOLATE), { recursive: true });
+for (const [name, text] of Object.entries(bundlePython())) writeFileSync(join(out, PYTHON_ISOLATE, `${name}.js`), text);
+// the in-sandbox Python library, copied into each interpreter's file system
+for (const dir of ["lib", "standin"]) {
+  const from = join(root, "sandbox/python", dir);
+  if (existsSync(from)) cpSync(from, join(out, "sandbox/python", dir), { recursive: true });
+}
 cpSync(join(root, "sdk/graders.ts"), join(out, "sdk/graders.ts"));
 const consoleFiles = buildConsole(pathToFileURL(join(out, "console/")));
 // the list of checkout files it was made from dates a rebuild; the compiled tree never rebuilds

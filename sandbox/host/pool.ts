@@ -17,7 +17,7 @@ import type { WireThread } from "../../sdk/thread.ts";
 import { packBatch } from "../protocol/batch.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
-import type { GradeOutcome } from "../validate/checks.ts";
+import type { GradeOutcome, Language } from "../validate/checks.ts";
 import { type PoolOptions, type Sandbox, SandboxUnavailableError, type WorkerStats } from "./sandbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Supervisor } from "./supervisor.ts";
@@ -89,13 +89,18 @@ export class SandboxPool extends EventEmitter implements Sandbox {
    * samples of its own) run on the validation worker; threads given with the source are then
    * graded like any batch of the project, on the grading workers.
    */
-  async validate(project: string, source: string, threads?: readonly WireThread[], { mock = true } = {}): Promise<ValidationResult> {
+  async validate(
+    project: string,
+    source: string,
+    threads?: readonly WireThread[],
+    { mock = true, language }: { mock?: boolean; language?: Language } = {},
+  ): Promise<ValidationResult> {
     if (this.workers.closing) throw new SandboxUnavailableError("the sandbox is shut down");
-    const result = await this.scheduler.validate(project, source, mock);
+    const result = await this.scheduler.validate(project, source, mock, language);
     if (!result.ok || !threads || threads.length === 0) return result;
     const id = `${VALIDATION_ID}${randomUUID()}`;
     try {
-      const results = await this.gradeBatch({ id, project, compiled: result.compiled }, threads);
+      const results = await this.gradeBatch({ id, project, compiled: result.compiled, ...(language ? { language } : {}) }, threads);
       return { ...result, results };
     } finally {
       this.forget([id]);

@@ -8,7 +8,7 @@ import type { EventEmitter } from "node:events";
 import type { PackedBatch } from "../protocol/batch.ts";
 import { MAX_MESSAGE, type ValidationResult, type WorkerReply } from "../protocol/replies.ts";
 import { type GraderCode, hardDeadline, type SliceOptions, type WorkerRequest } from "../protocol/requests.ts";
-import type { GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 import { blame } from "./blame.ts";
 import { FairQueue, fairShare, type Occupancy } from "./fair-queue.ts";
 import { checkedValidation, failureMessage, wellFormedSlice, wellFormedStats } from "./replies.ts";
@@ -30,6 +30,8 @@ import {
 } from "./tasks.ts";
 import { Trust } from "./trust.ts";
 
+/** a worker's first Python request boots its interpreter template (2.5 s of CPU), then restores an isolate from it */
+const PYTHON_START_MS = 20_000;
 /** graders each worker remembers having run, so a grader goes back to a worker that holds it warm */
 const RECENT_MAX = 512;
 /** outcomes that cost a grader its trust (trust.ts) */
@@ -66,9 +68,9 @@ export class Scheduler {
     });
   }
 
-  validate(project: string, source: string, mock: boolean): Promise<ValidationResult> {
+  validate(project: string, source: string, mock: boolean, language?: Language): Promise<ValidationResult> {
     return new Promise<ValidationResult>((resolve, reject) => {
-      this.validations.push({ kind: "validate", project, source, mock, resolve, reject });
+      this.validations.push({ kind: "validate", project, source, mock, ...(language ? { language } : {}), resolve, reject });
       this.pump();
     });
   }
@@ -131,16 +133,17 @@ export class Scheduler {
       trusted = this.trust.trusted(task.grader.id);
       const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task.outcomes), end: sliceEnd(task, from) };
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
-      // one slice, then one call that may run to its hard deadline, plus loading the module
-      budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000;
+      // one slice, then one call that may run to its hard deadline, plus loading the module (and
+      // for Python, booting the worker's interpreter template and restoring the grader's isolate)
+      budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000 + (task.grader.language === "python" ? PYTHON_START_MS : 0);
       this.busyByProject.set(task.project, (this.busyByProject.get(task.project) ?? 0) + 1);
       worker.recent.delete(task.grader.id);
       worker.recent.add(task.grader.id);
       if (worker.recent.size > RECENT_MAX) worker.recent.delete(worker.recent.values().next().value as string);
     } else if (task.kind === "validate") {
-      request = { id, op: "validate", source: task.source, mock: task.mock };
+      request = { id, op: "validate", source: task.source, mock: task.mock, ...(task.language ? { language: task.language } : {}) };
       // the checks (bounded input), loading the module and grading the sample thread
-      budgetMs = 20_000 + 2 * 2 * hardDeadline(limits.timeoutMs);
+      budgetMs = 20_000 + 2 * 2 * hardDeadline(limits.timeoutMs) + (task.language === "python" ? PYTHON_START_MS : 0);
     } else {
       request = { id, op: "stats" };
       budgetMs = 10_000;

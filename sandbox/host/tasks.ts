@@ -5,7 +5,7 @@
 import type { PackedBatch } from "../protocol/batch.ts";
 import type { ValidationResult, WorkerReply } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
-import type { GradeErrorCode, GradeOutcome } from "../validate/checks.ts";
+import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 import type { Loss } from "./blame.ts";
 import type { WorkerHandle } from "./supervisor.ts";
 
@@ -41,6 +41,8 @@ export interface ValidateTask {
   project: string;
   source: string;
   mock: boolean;
+  /** absent: typescript */
+  language?: Language;
   resolve: (result: ValidationResult) => void;
   reject: (error: Error) => void;
 }

@@ -142,8 +142,39 @@ function positionOf(error: unknown): [number, number] {
   }
 }
 
+/**
+ * An error a trusted module shim (python/isolate/shim.ts) reports for grader code it ran itself,
+ * with its own code and position: the shim takes the maker (`__gradebox_fail`) before any grader
+ * code runs, and only it can make one (a private brand, which no proxy or prototype can fake).
+ */
+class Coded {
+  #brand = true;
+  constructor(
+    readonly code: "GRADER_ERROR" | "INVALID_SCORE" | "GRADER_MEMORY_LIMIT",
+    readonly message: string,
+    readonly line: number,
+    readonly column: number,
+  ) {}
+  static is(value: unknown): value is Coded {
+    return value !== null && typeof value === "object" && #brand in value;
+  }
+}
+const position = (n: unknown) => (typeof n === "number" && n >= 1 && n <= MAX_POSITION && n === (n | 0) ? n : 0);
+defineProperty(g, "__gradebox_fail", {
+  value: (code: unknown, message: unknown, line: unknown, column: unknown) => {
+    const known = code === "INVALID_SCORE" || code === "GRADER_MEMORY_LIMIT" ? code : "GRADER_ERROR";
+    let text = typeof message === "string" ? message : "the grader failed";
+    if (text.length > MAX_MESSAGE) text = `${sliceString(text, 0, MAX_MESSAGE)}…`;
+    // the reply format places only a GRADER_ERROR, and always by line and column: a line alone is at its start
+    const at = known === "GRADER_ERROR" ? position(line) : 0;
+    return new Coded(known, text, at, at === 0 ? 0 : position(column) || 1);
+  },
+  configurable: true,
+});
+
 /** What grader code threw, as a GRADER_ERROR record with where it was thrown. */
 function thrown(error: unknown): Encoded {
+  if (Coded.is(error)) return encodeError(error.code, error.message, error.line, error.column);
   const message = messageOf(error);
   const position = positionOf(error);
   return encodeError("GRADER_ERROR", message, position[0], position[1]);
@@ -208,6 +239,7 @@ function install(): string {
   const candidate = g.__gradebox_grade;
   delete g.__gradebox_grade;
   delete g.__gradebox_load_failed;
+  delete g.__gradebox_fail;
   if (loadError !== undefined) return loadError;
   if (typeof candidate !== "function") return `TypeError: grade is not callable after the module ran (it is ${describe(candidate)})`;
   grade = candidate as (thread: StringThread) => unknown;

@@ -74,6 +74,35 @@ const WRAPPED_AT = ((wrapped: string[]) => {
   return { line, column: wrapped[line].indexOf("\0") };
 })(wrapModule("\0").split("\n"));
 
+/**
+ * How a grader's code becomes the prelude's `__gradebox_grade`, around the prelude's one batch
+ * runner and reply encoder: a compiled script (TypeScript, SCRIPT_LOADER) or a language runtime
+ * that starts before the prelude and loads the source itself (python/loader.ts).
+ */
+export interface ModuleLoader {
+  /** the isolate's memory limit (MB) */
+  isolateMb(limits: EngineLimits): number;
+  /** error positions are in grader.js and map to the source through its source map; else they are the source's own */
+  mapsPositions: boolean;
+  /** runs in the fresh context before the prelude */
+  prepare?(isolate: ivm.Isolate, context: ivm.Context, limits: EngineLimits): void;
+  /** runs the module, under the time limit; its failure is what the prelude's install then reports */
+  load(isolate: ivm.Isolate, context: ivm.Context, script: string, limits: EngineLimits): void;
+  /** bytes the isolate holds that isolated-vm's heap statistics leave out */
+  extraBytes?(): number;
+  /** true when, after this reply, the isolate is not to be used again (a Python interpreter that ran out of memory) */
+  spent?(reply: DecodedReply): boolean;
+}
+
+/** A bundled TypeScript grader: its script runs inside the wrapper, whose catch the prelude formats. */
+export const SCRIPT_LOADER: ModuleLoader = {
+  isolateMb: (limits) => limits.memoryMb,
+  mapsPositions: true,
+  load(isolate, context, script, limits) {
+    isolate.compileScriptSync(wrapModule(script), { filename: "grader.js" }).runSync(context, { timeout: limits.timeoutMs });
+  },
+};
+
 /** An isolate's heap and the external bytes isolated-vm counts against its limit. */
 function heapOf(isolate: ivm.Isolate): number {
   const heap = isolate.getHeapStatisticsSync();
@@ -87,6 +116,8 @@ export class Runtime {
   private readonly fns: { install: ivm.Reference; run: ivm.Reference; collect: ivm.Reference };
   heapBytes = 0;
   calls = 0;
+  /** its loader says it is not to be used again (a Python interpreter that ran out of memory): the engine disposes it */
+  spent = false;
   /**
    * Bytes the process grew by over this isolate's calls (its module load included) that its
    * heap does not explain: memory it holds outside isolated-vm's accounting. See account().
@@ -105,12 +136,14 @@ export class Runtime {
     code: string,
     private readonly limits: EngineLimits,
     { watch = UNWATCHED, progress, bounds }: EngineHooks,
+    private readonly loader: ModuleLoader = SCRIPT_LOADER,
   ) {
-    this.isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
-    const { script, map } = splitCompiled(code);
+    this.isolate = new ivm.Isolate({ memoryLimit: loader.isolateMb(limits) });
+    const { script, map } = loader.mapsPositions ? splitCompiled(code) : { script: code, map: undefined };
     this.mapText = map;
     try {
       this.context = this.isolate.createContextSync();
+      loader.prepare?.(this.isolate, this.context, limits);
       this.isolate.compileScriptSync(preludeSource, { filename: "gradebox:prelude" }).runSync(this.context);
       const host = this.context.global.getSync("__gradebox_host", { reference: true });
       this.fns = {
@@ -123,14 +156,12 @@ export class Runtime {
       }
       this.context.global.deleteSync("__gradebox_host");
       let failure: unknown;
-      if (bounds) this.heapAtCharge = heapOf(this.isolate);
+      if (bounds) this.heapAtCharge = this.heapNow();
       const before = bounds ? residentBytes() : 0;
       watch.begin(0, 0, limits.timeoutMs, before);
       try {
         failure = this.guard(() => {
-          this.isolate
-            .compileScriptSync(wrapModule(script), { filename: "grader.js" })
-            .runSync(this.context, { timeout: limits.timeoutMs });
+          loader.load(this.isolate, this.context, script, limits);
           return this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
         });
       } finally {
@@ -185,6 +216,8 @@ export class Runtime {
 
   /** Errors carry positions in grader.js out of the isolate: map them to the user's source, or drop them. */
   private locate(reply: DecodedReply): DecodedReply {
+    if (this.loader.spent?.(reply)) this.spent = true;
+    if (!this.loader.mapsPositions) return reply;
     const outcomes = reply.outcomes;
     for (let k = 0; k < outcomes.length; k++) {
       const outcome = outcomes[k];
@@ -211,7 +244,7 @@ export class Runtime {
   private heapNearlyFull(): boolean {
     try {
       const heap = this.isolate.getHeapStatisticsSync();
-      return heap.used_heap_size + heap.externally_allocated_size >= 0.8 * this.limits.memoryMb * 1024 * 1024;
+      return heap.used_heap_size + heap.externally_allocated_size >= 0.8 * this.loader.isolateMb(this.limits) * MB;
     } catch {
       return false;
     }
@@ -244,7 +277,7 @@ export class Runtime {
 
   /** Takes the heap's growth since the last look off the charge. */
   private offHeap(): void {
-    const now = heapOf(this.isolate);
+    const now = this.heapNow();
     this.retained -= now - this.heapAtCharge;
     this.heapAtCharge = now;
   }
@@ -281,7 +314,12 @@ export class Runtime {
 
   measure(): void {
     if (this.isolate.isDisposed) return;
-    this.heapBytes = heapOf(this.isolate);
+    this.heapBytes = this.heapNow();
+  }
+
+  /** The isolate's heap and counted external bytes, and what its loader holds beside them (a Python interpreter's wasm memory). */
+  private heapNow(): number {
+    return heapOf(this.isolate) + (this.loader.extraBytes?.() ?? 0);
   }
 
   dispose(): void {

@@ -62,7 +62,7 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
       return {
         id: req.id,
         op: "validate",
-        result: await engine.validate(req.source, { mock: req.mock }),
+        result: await engine.validate(req.source, { mock: req.mock, language: req.language }),
         // a parse ran past its deadline and esbuild is still at it, or the worker holds too much memory: it is to be replaced
         ...(engine.spent || engine.overgrown ? { retire: true } : {}),
       };
@@ -92,7 +92,9 @@ process.on("message", (msg: WorkerRequest | WorkerNotice) => {
 // The server died or closed the channel: nothing is left to answer.
 process.on("disconnect", () => {
   engine.dispose();
-  process.exit(0);
+  // an exit straight after disposing isolates that ran wasm crashed about one run in two (measured
+  // in the Python runtime's spike); a moment's pause lets isolated-vm's threads finish with them
+  setTimeout(() => process.exit(0), 50);
 });
 
 // compiled by `make build`, this file and its watchdog are JavaScript (see host/supervisor.ts)

@@ -1,0 +1,99 @@
+// Trusted code that runs as the "module" of a Python isolate, after the prelude and before any
+// grader code: it takes the booted interpreter (isolate/boot.ts) and the shell (env.ts) off the
+// global, reseeds Python's randomness, seals WebAssembly, and sets `__gradebox_grade` for the
+// prelude's batch runner, which calls into the in-sandbox library (gradebox._sandbox). So the
+// prelude's reply encoder, time slices and progress slot stay the one path for every language.
+//
+// The host reaches the library's check and load through `__gradebox_py`, which it takes as
+// References and deletes like the prelude's functions. Everything crossing back is a primitive.
+
+type PyCallable = (...args: unknown[]) => unknown;
+interface Pyodide {
+  runPython(code: string): unknown;
+  pyimport(name: string): Record<string, PyCallable>;
+}
+
+const g = globalThis as Record<string, unknown>;
+const boot = g.__gradebox_py_boot as { pyodide(): Pyodide };
+const env = g.__gradebox_py_env as { seal(): void };
+const fail = g.__gradebox_fail as (code: string, message: string, line?: number, column?: number) => unknown;
+delete g.__gradebox_py_boot;
+delete g.__gradebox_py_env;
+delete g.__gradebox_fail;
+
+const jsonStringify = JSON.stringify;
+const jsonParse = JSON.parse;
+const py = boot.pyodide();
+// Restored isolates share the template's memory, so its random state too: os.urandom now reads
+// this isolate's host randomness (env.ts), and `random`'s global generator starts from it.
+py.runPython("import random as _r\n_r.seed()\ndel _r");
+env.seal();
+const sandbox = py.pyimport("gradebox._sandbox");
+const pyGrade = sandbox.grade;
+const pyLoad = sandbox.load;
+const pyCheck = sandbox.check;
+const memory = (py as unknown as { _module: { memory: WebAssembly.Memory } })._module.memory;
+const bufferOf = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(memory), "buffer")?.get as () => ArrayBuffer;
+const byteLengthOf = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength")?.get as () => number;
+const reflectApply = Reflect.apply;
+
+/** What Python raised outside the library's own handling (it reports grader errors as values). */
+function describe(error: unknown): string {
+  try {
+    const text = (error as { message?: unknown })?.message;
+    return typeof text === "string" ? text.slice(-2000) : "the Python runtime failed";
+  } catch {
+    return "the Python runtime failed";
+  }
+}
+
+const asText = (value: unknown) =>
+  typeof value === "string" ? value : jsonStringify({ message: "the library answered in an unknown form" });
+
+Object.defineProperty(g, "__gradebox_py", {
+  value: {
+    check: (source: string) => {
+      try {
+        return asText(pyCheck(source));
+      } catch (error) {
+        return jsonStringify({ ok: false, failure: { check: "syntax", message: describe(error) } });
+      }
+    },
+    load: (source: string) => {
+      try {
+        return asText(pyLoad(source));
+      } catch (error) {
+        return jsonStringify({ message: describe(error) });
+      }
+    },
+    /** the interpreter's wasm memory, which isolated-vm's heap statistics leave out */
+    wasmBytes: () => reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []),
+  },
+  configurable: true,
+});
+
+interface PyError {
+  code?: unknown;
+  message?: unknown;
+  line?: unknown;
+  column?: unknown;
+}
+
+g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
+  let value: unknown;
+  try {
+    value = pyGrade(jsonStringify(thread.getTurns()), jsonStringify(thread.metadata));
+  } catch (error) {
+    // MemoryError escapes the library when there is not even memory left to report it
+    const message = describe(error);
+    throw fail(message.includes("MemoryError") ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message);
+  }
+  if (typeof value === "number") return value;
+  if (typeof value !== "string") throw fail("GRADER_ERROR", "the Python library answered in an unknown form");
+  const result = jsonParse(value) as { error?: PyError };
+  if (result !== null && typeof result === "object" && "error" in result) {
+    const e = result.error ?? {};
+    throw fail(String(e.code), String(e.message), e.line as number, e.column as number);
+  }
+  return result;
+};

@@ -1,0 +1,150 @@
+// A Python grader's isolate (the ModuleLoader of worker/runtime.ts): the interpreter restored
+// from the worker's template before the prelude, then the shim as the module, which loads the
+// grader's source through the in-sandbox library. One isolate per grader, never one interpreter
+// for two: module state and the in-memory file system would leak between them.
+
+import type ivm from "isolated-vm";
+import { MAX_MESSAGE } from "../protocol/replies.ts";
+import type { EngineLimits } from "../protocol/requests.ts";
+import type { CheckFailure } from "../validate/checks.ts";
+import type { DecodedReply } from "../worker/reply-reader.ts";
+import { GraderError, type ModuleLoader } from "../worker/runtime.ts";
+import { loadPythonScripts } from "./bundle.ts";
+import { type PythonTemplate, startInterpreter } from "./template.ts";
+
+/**
+ * The interpreter's JavaScript side (its V8 heap, the standard library's bytes and its file
+ * system): isolated-vm's limit for a Python isolate is the grader's limit plus this. The grader's
+ * own allocations are Python objects in wasm memory, capped by the binary's maximum.
+ */
+export const INTERPRETER_HEAP_MB = 96;
+/** a library answer larger than this is not read */
+const MAX_ANSWER = 16 * 1024;
+
+/** The execution check's failure, as the library's load reports it. */
+export interface LoadFailure {
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+/** A library answer that broke its shape: the runtime failed, not the grader. */
+export class LibraryError extends Error {}
+
+const position = (n: unknown) => (typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 999_999 ? n : undefined);
+const text = (s: unknown) => (typeof s === "string" ? s.slice(0, MAX_MESSAGE) : undefined);
+
+function parseAnswer(answer: unknown): Record<string, unknown> {
+  if (typeof answer !== "string" || answer.length > MAX_ANSWER)
+    throw new LibraryError("the Python library's answer was not a bounded string");
+  let value: unknown;
+  try {
+    value = JSON.parse(answer);
+  } catch {
+    throw new LibraryError("the Python library's answer was not JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new LibraryError("the Python library's answer was not an object");
+  return value as Record<string, unknown>;
+}
+
+/** check's answer: the failure, or the warnings. */
+export function readCheck(answer: unknown): CheckFailure | { warnings: string[] } {
+  const value = parseAnswer(answer);
+  if (value.ok === true) {
+    const warnings = Array.isArray(value.warnings)
+      ? value.warnings.flatMap((w) => (typeof w === "string" ? [w.slice(0, MAX_MESSAGE)] : []))
+      : [];
+    return { warnings: warnings.slice(0, 100) };
+  }
+  const f = value.failure as Record<string, unknown> | undefined;
+  const check = f?.check;
+  const message = text(f?.message);
+  if ((check !== "syntax" && check !== "structure" && check !== "signature") || message === undefined) {
+    throw new LibraryError("the Python library's check answered in an unknown form");
+  }
+  const line = position(f?.line);
+  const column = line === undefined ? undefined : position(f?.column);
+  return { check, message, ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) };
+}
+
+/** load's answer: undefined when the grader is ready. */
+export function readLoad(answer: unknown): LoadFailure | undefined {
+  if (answer === "") return undefined;
+  const value = parseAnswer(answer);
+  const message = text(value.message);
+  if (message === undefined) throw new LibraryError("the Python library's load answered in an unknown form");
+  const line = position(value.line);
+  const column = line === undefined ? undefined : position(value.column);
+  return { message, ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) };
+}
+
+export class PythonLoader implements ModuleLoader {
+  readonly mapsPositions = false;
+  private wasmBytes: ivm.Reference | undefined;
+  private check: ivm.Reference | undefined;
+  /** where the execution check failed, when the module did not load */
+  loadFailure: LoadFailure | undefined;
+  /** the source check's answer, when asked for (validation) */
+  checked: CheckFailure | { warnings: string[] } | undefined;
+
+  constructor(
+    private readonly template: PythonTemplate,
+    /** validation: run the library's check first, and load only a source that passes it */
+    private readonly checkFirst = false,
+  ) {}
+
+  isolateMb(limits: EngineLimits): number {
+    return limits.memoryMb + INTERPRETER_HEAP_MB;
+  }
+
+  prepare(isolate: ivm.Isolate, context: ivm.Context, limits: EngineLimits): void {
+    const t = this.template;
+    // a restore runs no grader code, but it is the grader's isolate: it gets at least the grader's time, and one boot's worth
+    startInterpreter(isolate, context, {
+      module: t.module,
+      stdlib: t.stdlib,
+      lock: t.lock,
+      files: t.files,
+      snapshot: t.snapshot,
+      timeoutMs: Math.max(limits.timeoutMs, 5000),
+    });
+  }
+
+  load(isolate: ivm.Isolate, context: ivm.Context, source: string, limits: EngineLimits): void {
+    isolate
+      .compileScriptSync(loadPythonScripts().shim, { filename: "gradebox:python-shim" })
+      .runSync(context, { timeout: limits.timeoutMs });
+    const api = context.global.getSync("__gradebox_py", { reference: true });
+    const load = api.getSync("load", { reference: true });
+    this.check = api.getSync("check", { reference: true });
+    this.wasmBytes = api.getSync("wasmBytes", { reference: true });
+    context.global.deleteSync("__gradebox_py");
+    const grade = context.global.getSync("__gradebox_grade", { reference: true });
+    if (this.checkFirst) {
+      this.checked = readCheck(this.check.applySync(undefined, [source], { timeout: limits.timeoutMs }));
+      if ("check" in this.checked) {
+        throw new GraderError("GRADER_ERROR", this.checked.message);
+      }
+    }
+    this.loadFailure = readLoad(load.applySync(undefined, [source], { timeout: limits.timeoutMs }));
+    if (this.loadFailure) throw new GraderError("GRADER_ERROR", this.loadFailure.message);
+    // grader code ran: the grade the prelude installs is the shim's, whatever the module set
+    else context.global.setSync("__gradebox_grade", grade.derefInto());
+  }
+
+  extraBytes(): number {
+    let bytes = this.template.snapshotBytes;
+    try {
+      const reported = this.wasmBytes?.applySync(undefined, [], { timeout: 1000 });
+      if (typeof reported === "number" && Number.isFinite(reported)) bytes = Math.max(bytes, reported);
+    } catch {
+      // a disposed isolate: its last figure stands
+    }
+    return Math.min(bytes, this.template.maxWasmBytes);
+  }
+
+  spent(reply: DecodedReply): boolean {
+    return reply.outcomes.some((o) => "error" in o && o.error.code === "GRADER_MEMORY_LIMIT");
+  }
+}
