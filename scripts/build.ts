@@ -16,7 +16,7 @@
 //   package.json                 {"type": "module"}, so the tree runs wherever it is put
 // Run with node: node --no-node-snapshot dist/app/server/main.js (package.json's start; the image).
 
-import { cpSync, existsSync, globSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, globSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as esbuild from "esbuild";
@@ -71,11 +71,11 @@ if (compiled.errors.length > 0) process.exit(1);
 writeFileSync(join(out, PRELUDE.replace(/\.ts$/, ".js")), bundlePrelude());
 mkdirSync(join(out, PYTHON_ISOLATE), { recursive: true });
 for (const [name, text] of Object.entries(bundlePython())) writeFileSync(join(out, PYTHON_ISOLATE, `${name}.js`), text);
-// the in-sandbox Python library, copied into each interpreter's file system
-for (const dir of ["lib", "standin"]) {
-  const from = join(root, "sandbox/python", dir);
-  if (existsSync(from)) cpSync(from, join(out, "sandbox/python", dir), { recursive: true });
-}
+// the in-sandbox Python library (not its tests), copied into each interpreter's file system
+cpSync(join(root, "sandbox/python/lib"), join(out, "sandbox/python/lib"), {
+  recursive: true,
+  filter: (from) => !from.includes("/tests") && !from.includes("__pycache__"),
+});
 cpSync(join(root, "sdk/graders.ts"), join(out, "sdk/graders.ts"));
 const consoleFiles = buildConsole(pathToFileURL(join(out, "console/")));
 // the list of checkout files it was made from dates a rebuild; the compiled tree never rebuilds

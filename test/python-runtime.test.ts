@@ -23,9 +23,11 @@ const errorOf = (o: GradeOutcome | undefined) => {
 };
 
 const EXACT = `
-def grade(thread):
+from adaptive_harmony import StringThread
+
+async def grade(thread: StringThread) -> float:
     expected = thread.metadata.get("expected", "")
-    return 1.0 if thread.completion.strip() == expected else 0.0
+    return 1.0 if thread.completion().strip() == expected else 0.0
 `;
 
 before(async () => {
@@ -51,19 +53,24 @@ describe("Python graders in the sandbox", () => {
   });
 
   test("errors carry their line in the source; a dict result keeps reason and metadata", async () => {
-    const [failed] = await pool.gradeBatch(py("import json\n\ndef grade(thread):\n    x = 1\n    return undefined_name\n"), [thread("4")]);
+    const [failed] = await pool.gradeBatch(py("import json\n\nasync def grade(thread):\n    x = 1\n    return undefined_name\n"), [
+      thread("4"),
+    ]);
     const e = errorOf(failed);
     assert.equal(e.code, "GRADER_ERROR");
     assert.match(e.message, /NameError/);
     assert.equal(e.line, 5);
-    const [dict] = await pool.gradeBatch(py('def grade(thread):\n    return {"score": 0.5, "reason": "half", "metadata": {"k": [1]}}\n'), [
-      thread("4"),
-    ]);
+    const [dict] = await pool.gradeBatch(
+      py('async def grade(thread):\n    return {"score": 0.5, "reason": "half", "metadata": {"k": [1]}}\n'),
+      [thread("4")],
+    );
     assert.deepEqual(dict, { score: 0.5, reason: "half", metadata: { k: [1] } });
   });
 
   test("while True: pass is GRADER_TIMEOUT, and the next grade works", async () => {
-    const grader = py('def grade(thread):\n    if thread.completion == "spin":\n        while True:\n            pass\n    return 1\n');
+    const grader = py(
+      'async def grade(thread):\n    if thread.completion() == "spin":\n        while True:\n            pass\n    return 1\n',
+    );
     const outcomes = await pool.gradeBatch(grader, [thread("ok"), thread("spin"), thread("ok")]);
     assert.equal(scoreOf(outcomes[0]), 1);
     assert.equal(errorOf(outcomes[1]).code, "GRADER_TIMEOUT");
@@ -74,9 +81,9 @@ describe("Python graders in the sandbox", () => {
 
   test("memory bombs are GRADER_MEMORY_LIMIT, the worker's RSS stays bounded, and the grader runs again", async () => {
     const [{ rss: before }] = await pool.stats();
-    const bytes = py("def grade(thread):\n    if thread.completion == 'bomb':\n        b = bytearray(10**9)\n    return 1\n");
+    const bytes = py("async def grade(thread):\n    if thread.completion() == 'bomb':\n        b = bytearray(10**9)\n    return 1\n");
     const list = py(
-      "def grade(thread):\n    if thread.completion == 'bomb':\n        x = []\n        while True:\n            x.append([0] * 1000)\n    return 1\n",
+      "async def grade(thread):\n    if thread.completion() == 'bomb':\n        x = []\n        while True:\n            x.append([0] * 1000)\n    return 1\n",
     );
     for (const grader of [bytes, list]) {
       const outcomes = await pool.gradeBatch(grader, [thread("bomb"), thread("ok")]);
@@ -99,7 +106,7 @@ describe("Python graders in the sandbox", () => {
     const source = `
 import os, random, sys
 STATE = {"n": 0}
-def grade(thread):
+async def grade(thread):
     STATE["n"] += 1
     found = os.path.exists("/tmp/mark")
     with open("/tmp/mark", "w") as f:
@@ -125,7 +132,7 @@ def grade(thread):
   test("Python finds no host reference and no WebAssembly through the JavaScript it reaches", async () => {
     const source = `
 import js, pyodide_js
-def grade(thread):
+async def grade(thread):
     Function = pyodide_js.constructor.constructor
     names = Function("return Object.getOwnPropertyNames(globalThis).join(',')")()
     module = pyodide_js._module
@@ -159,13 +166,15 @@ def grade(thread):
   test("validation runs the library's checks, the execution check and test_run", async () => {
     const ok = await pool.validate("p", EXACT, undefined, { language: "python" });
     assert.deepEqual(ok, { ok: true, compiled: EXACT, warnings: [] });
-    const syntax = await pool.validate("p", "def grade(thread)\n    return 1\n", undefined, { language: "python" });
+    const syntax = await pool.validate("p", "async def grade(thread)\n    return 1\n", undefined, { language: "python" });
     assert.ok(!syntax.ok && syntax.failure.check === "syntax" && syntax.failure.line === 1, JSON.stringify(syntax));
-    const load = await pool.validate("p", "import json\nraise ValueError('no')\ndef grade(thread):\n    return 1\n", undefined, {
+    const load = await pool.validate("p", "import json\nraise ValueError('no')\nasync def grade(thread):\n    return 1\n", undefined, {
       language: "python",
     });
     assert.ok(!load.ok && load.failure.check === "execution" && load.failure.line === 2, JSON.stringify(load));
-    const run = await pool.validate("p", "def grade(thread):\n    return thread.metadata['expected']\n", undefined, { language: "python" });
+    const run = await pool.validate("p", "async def grade(thread):\n    return thread.metadata['expected']\n", undefined, {
+      language: "python",
+    });
     assert.ok(!run.ok && run.failure.check === "test_run" && run.failure.line === 2, JSON.stringify(run));
     const withThreads = await pool.validate("p", EXACT, [thread("4", { expected: "4" })], { language: "python" });
     assert.ok(withThreads.ok && withThreads.results?.[0] && scoreOf(withThreads.results[0]) === 1, JSON.stringify(withThreads));

@@ -61,16 +61,15 @@ export interface PythonTemplate {
 
 const pyodideDir = dirname(createRequire(import.meta.url).resolve("pyodide/package.json"));
 
-/** The in-sandbox library (lib/); until it lands, the stand-in beside it. */
+/** The in-sandbox library (lib/): its modules, not its tests. */
 function libraryFiles(): [string, string][] {
-  for (const dir of ["lib", "standin"]) {
-    const root = fileURLToPath(new URL(`./${dir}/`, import.meta.url));
-    const files = globSync("**/*.py", { cwd: root }).sort();
-    if (files.some((f) => f.replaceAll("\\", "/") === "gradebox/_sandbox.py")) {
-      return files.map((f) => [f.replaceAll("\\", "/"), readFileSync(join(root, f), "utf8")]);
-    }
-  }
-  throw new Error("the in-sandbox Python library (sandbox/python/lib/gradebox/_sandbox.py) is missing");
+  const root = fileURLToPath(new URL("./lib/", import.meta.url));
+  const files = globSync("**/*.py", { cwd: root, exclude: (f) => f === "tests" || f.startsWith("tests/") })
+    .map((f) => f.replaceAll("\\", "/"))
+    .filter((f) => !f.startsWith("tests/"))
+    .sort();
+  if (!files.includes("gradebox/_sandbox.py")) throw new Error(`the in-sandbox Python library (${root}gradebox/_sandbox.py) is missing`);
+  return files.map((f) => [f, readFileSync(join(root, f), "utf8")]);
 }
 
 interface StartOptions {
