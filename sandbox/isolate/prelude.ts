@@ -154,6 +154,8 @@ class Coded {
     readonly message: string,
     readonly line: number,
     readonly column: number,
+    /** the interpreter is not fit for another item: the slice ends here, and the worker starts a fresh one */
+    readonly endsSlice: boolean,
   ) {}
   static is(value: unknown): value is Coded {
     return value !== null && typeof value === "object" && #brand in value;
@@ -161,13 +163,13 @@ class Coded {
 }
 const position = (n: unknown) => (typeof n === "number" && n >= 1 && n <= MAX_POSITION && n === (n | 0) ? n : 0);
 defineProperty(g, "__gradebox_fail", {
-  value: (code: unknown, message: unknown, line: unknown, column: unknown) => {
+  value: (code: unknown, message: unknown, line: unknown, column: unknown, endsSlice: unknown) => {
     const known = code === "INVALID_SCORE" || code === "GRADER_MEMORY_LIMIT" ? code : "GRADER_ERROR";
     let text = typeof message === "string" ? message : "the grader failed";
     if (text.length > MAX_MESSAGE) text = `${sliceString(text, 0, MAX_MESSAGE)}…`;
     // the reply format places only a GRADER_ERROR, and always by line and column: a line alone is at its start
     const at = known === "GRADER_ERROR" ? position(line) : 0;
-    return new Coded(known, text, at, at === 0 ? 0 : position(column) || 1);
+    return new Coded(known, text, at, at === 0 ? 0 : position(column) || 1, endsSlice === true);
   },
   configurable: true,
 });
@@ -279,14 +281,17 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
       pendingItem = true;
       if (slot) slot[SLOT.item] = i;
       let record: Encoded;
+      let last = false;
       try {
         const thread = adoptThread(batch.turns(i), batch.metadataOf(i));
         record = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
       } catch (error) {
         record = thrown(error);
+        last = Coded.is(error) && error.endsSlice;
       }
       records = records + record;
       pendingItem = false;
+      if (last) break;
     }
   };
   loop();

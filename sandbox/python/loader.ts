@@ -18,6 +18,12 @@ import { type PythonTemplate, startInterpreter } from "./template.ts";
  * own allocations are Python objects in wasm memory, capped by the binary's maximum.
  */
 export const INTERPRETER_HEAP_MB = 96;
+/**
+ * The budget of the interpreter's own start (the restore, then the shim's first Python call): no
+ * grader code runs in it, so it is not the grader's time limit; it only bounds a machine so
+ * loaded that starting an interpreter takes this long.
+ */
+const START_MS = 30_000;
 /** a library answer larger than this is not read */
 const MAX_ANSWER = 16 * 1024;
 
@@ -79,10 +85,27 @@ export function readLoad(answer: unknown): LoadFailure | undefined {
   return { message, ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) };
 }
 
+/** Runs trusted start-up work; its time running out is the machine's, said so, not the grader's time limit. */
+function startedInTime(work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    if (error instanceof Error && error.message === "Script execution timed out.") {
+      throw new GraderError(
+        "GRADER_ERROR",
+        `the Python interpreter did not start within ${START_MS / 1000} s: the sandbox worker is overloaded; try again`,
+      );
+    }
+    throw error;
+  }
+}
+
 export class PythonLoader implements ModuleLoader {
   readonly mapsPositions = false;
   private wasmBytes: ivm.Reference | undefined;
   private check: ivm.Reference | undefined;
+  private load_: ivm.Reference | undefined;
+  private grade: ivm.Reference | undefined;
   /** where the execution check failed, when the module did not load */
   loadFailure: LoadFailure | undefined;
   /** the source check's answer, when asked for (validation) */
@@ -98,29 +121,37 @@ export class PythonLoader implements ModuleLoader {
     return limits.memoryMb + INTERPRETER_HEAP_MB;
   }
 
-  prepare(isolate: ivm.Isolate, context: ivm.Context, limits: EngineLimits): void {
+  prepare(isolate: ivm.Isolate, context: ivm.Context): void {
     const t = this.template;
-    // a restore runs no grader code, but it is the grader's isolate: it gets at least the grader's time, and one boot's worth
-    startInterpreter(isolate, context, {
-      module: t.module,
-      stdlib: t.stdlib,
-      lock: t.lock,
-      files: t.files,
-      snapshot: t.snapshot,
-      timeoutMs: Math.max(limits.timeoutMs, 5000),
-    });
+    startedInTime(() =>
+      startInterpreter(isolate, context, {
+        module: t.module,
+        stdlib: t.stdlib,
+        lock: t.lock,
+        files: t.files,
+        snapshot: t.snapshot,
+        timeoutMs: START_MS,
+      }),
+    );
   }
 
-  load(isolate: ivm.Isolate, context: ivm.Context, source: string, limits: EngineLimits): void {
-    isolate
-      .compileScriptSync(loadPythonScripts().shim, { filename: "gradebox:python-shim" })
-      .runSync(context, { timeout: limits.timeoutMs });
+  /** The shim, after the prelude: the interpreter's first Python call (its slowest), then the library's functions taken. */
+  start(isolate: ivm.Isolate, context: ivm.Context): void {
+    startedInTime(() =>
+      isolate.compileScriptSync(loadPythonScripts().shim, { filename: "gradebox:python-shim" }).runSync(context, { timeout: START_MS }),
+    );
     const api = context.global.getSync("__gradebox_py", { reference: true });
-    const load = api.getSync("load", { reference: true });
+    this.load_ = api.getSync("load", { reference: true });
     this.check = api.getSync("check", { reference: true });
     this.wasmBytes = api.getSync("wasmBytes", { reference: true });
     context.global.deleteSync("__gradebox_py");
-    const grade = context.global.getSync("__gradebox_grade", { reference: true });
+    this.grade = context.global.getSync("__gradebox_grade", { reference: true });
+  }
+
+  load(_isolate: ivm.Isolate, context: ivm.Context, source: string, limits: EngineLimits): void {
+    const load = this.load_;
+    const grade = this.grade;
+    if (!load || !grade || !this.check) throw new LibraryError("the Python runtime did not start");
     if (this.checkFirst) {
       this.checked = readCheck(this.check.applySync(undefined, [source], { timeout: limits.timeoutMs }));
       if ("check" in this.checked) {

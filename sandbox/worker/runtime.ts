@@ -86,6 +86,11 @@ export interface ModuleLoader {
   mapsPositions: boolean;
   /** runs in the fresh context before the prelude */
   prepare?(isolate: ivm.Isolate, context: ivm.Context, limits: EngineLimits): void;
+  /**
+   * runs after the prelude and before any grader code, outside the grader's time limit and the
+   * watchdog: trusted start-up work of the language's own (the Python interpreter's first call)
+   */
+  start?(isolate: ivm.Isolate, context: ivm.Context): void;
   /** runs the module, under the time limit; its failure is what the prelude's install then reports */
   load(isolate: ivm.Isolate, context: ivm.Context, script: string, limits: EngineLimits): void;
   /** bytes the isolate holds that isolated-vm's heap statistics leave out */
@@ -155,6 +160,7 @@ export class Runtime {
         host.getSync("progress", { reference: true }).applySync(undefined, [new ivm.ExternalCopy(progress).copyInto({ release: true })]);
       }
       this.context.global.deleteSync("__gradebox_host");
+      loader.start?.(this.isolate, this.context);
       let failure: unknown;
       if (bounds) this.heapAtCharge = this.heapNow();
       const before = bounds ? residentBytes() : 0;

@@ -16,7 +16,7 @@ interface Pyodide {
 const g = globalThis as Record<string, unknown>;
 const boot = g.__gradebox_py_boot as { pyodide(): Pyodide };
 const env = g.__gradebox_py_env as { seal(): void };
-const fail = g.__gradebox_fail as (code: string, message: string, line?: number, column?: number) => unknown;
+const fail = g.__gradebox_fail as (code: string, message: string, line?: number, column?: number, endsSlice?: boolean) => unknown;
 delete g.__gradebox_py_boot;
 delete g.__gradebox_py_env;
 delete g.__gradebox_fail;
@@ -86,14 +86,17 @@ g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
   } catch (error) {
     // MemoryError escapes the library when there is not even memory left to report it
     const message = describe(error);
-    throw fail(message.includes("MemoryError") ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message);
+    const memory = message.includes("MemoryError");
+    throw fail(memory ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message, undefined, undefined, memory);
   }
   if (typeof value === "number") return value;
   if (typeof value !== "string") throw fail("GRADER_ERROR", "the Python library answered in an unknown form");
   const result = jsonParse(value) as { error?: PyError };
   if (result !== null && typeof result === "object" && "error" in result) {
     const e = result.error ?? {};
-    throw fail(String(e.code), String(e.message), e.line as number, e.column as number);
+    // an interpreter that ran out of memory grades nothing more: the rest of the batch gets a fresh one
+    const code = String(e.code);
+    throw fail(code, String(e.message), e.line as number, e.column as number, code === "GRADER_MEMORY_LIMIT");
   }
   return result;
 };
