@@ -105,6 +105,7 @@ export class PythonLoader implements ModuleLoader {
   private wasmBytes: ivm.Reference | undefined;
   private check: ivm.Reference | undefined;
   private load_: ivm.Reference | undefined;
+  private unfit: ivm.Reference | undefined;
   private grade: ivm.Reference | undefined;
   /** where the execution check failed, when the module did not load */
   loadFailure: LoadFailure | undefined;
@@ -144,6 +145,7 @@ export class PythonLoader implements ModuleLoader {
     this.load_ = api.getSync("load", { reference: true });
     this.check = api.getSync("check", { reference: true });
     this.wasmBytes = api.getSync("wasmBytes", { reference: true });
+    this.unfit = api.getSync("unfit", { reference: true });
     context.global.deleteSync("__gradebox_py");
     this.grade = context.global.getSync("__gradebox_grade", { reference: true });
   }
@@ -175,7 +177,14 @@ export class PythonLoader implements ModuleLoader {
     return Math.min(bytes, this.template.maxWasmBytes);
   }
 
+  /** After a reply with an error: did an item leave the interpreter unfit (the shim says so), or run it out of memory? */
   spent(reply: DecodedReply): boolean {
-    return reply.outcomes.some((o) => "error" in o && o.error.code === "GRADER_MEMORY_LIMIT");
+    if (!reply.outcomes.some((o) => "error" in o)) return false;
+    if (reply.outcomes.some((o) => "error" in o && o.error.code === "GRADER_MEMORY_LIMIT")) return true;
+    try {
+      return this.unfit?.applySync(undefined, [], { timeout: 1000 }) !== false;
+    } catch {
+      return true;
+    }
   }
 }

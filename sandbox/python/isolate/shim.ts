@@ -66,6 +66,8 @@ Object.defineProperty(g, "__gradebox_py", {
         return jsonStringify({ message: describe(error) });
       }
     },
+    /** whether an item left the interpreter unfit for another (the worker then starts a fresh one) */
+    unfit: () => unfit,
     /** the interpreter's wasm memory, which isolated-vm's heap statistics leave out */
     wasmBytes: () => reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []),
   },
@@ -79,6 +81,14 @@ interface PyError {
   column?: unknown;
 }
 
+/**
+ * Set after an item that may have left the interpreter broken: out of memory, a recursion that
+ * reached the C stack (a raised recursion limit), or anything that escaped the library. That item
+ * ends its slice, and no item after it runs in this interpreter.
+ */
+let unfit = false;
+const UNFIT = /\b(MemoryError|RecursionError|Maximum call stack)\b/;
+
 g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
   let value: unknown;
   try {
@@ -86,17 +96,19 @@ g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
   } catch (error) {
     // MemoryError escapes the library when there is not even memory left to report it
     const message = describe(error);
-    const memory = message.includes("MemoryError");
-    throw fail(memory ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message, undefined, undefined, memory);
+    unfit = true;
+    throw fail(message.includes("MemoryError") ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message, undefined, undefined, true);
   }
   if (typeof value === "number") return value;
   if (typeof value !== "string") throw fail("GRADER_ERROR", "the Python library answered in an unknown form");
   const result = jsonParse(value) as { error?: PyError };
   if (result !== null && typeof result === "object" && "error" in result) {
     const e = result.error ?? {};
-    // an interpreter that ran out of memory grades nothing more: the rest of the batch gets a fresh one
+    // an interpreter that ran out of memory or stack grades nothing more: the rest of the batch gets a fresh one
     const code = String(e.code);
-    throw fail(code, String(e.message), e.line as number, e.column as number, code === "GRADER_MEMORY_LIMIT");
+    const message = String(e.message);
+    if (code === "GRADER_MEMORY_LIMIT" || UNFIT.test(message)) unfit = true;
+    throw fail(code, message, e.line as number, e.column as number, unfit);
   }
   return result;
 };
