@@ -52,6 +52,17 @@ describe("Python graders in the sandbox", () => {
     );
   });
 
+  test("a grader's interpreter is the template's, restored: what the template imported is loaded before the grader imports it", async () => {
+    // a grader's isolate that booted Python from nothing instead (1.4 s, not 0.15) would not have these
+    const [o] = await pool.gradeBatch(
+      py(
+        'import sys\nFOUND = [m for m in ("difflib", "statistics", "gradebox._sandbox") if m in sys.modules]\nasync def grade(thread):\n    return {"score": len(FOUND), "metadata": {"found": FOUND}}\n',
+      ),
+      [thread("4")],
+    );
+    assert.deepEqual(o, { score: 3, metadata: { found: ["difflib", "statistics", "gradebox._sandbox"] } });
+  });
+
   test("errors carry their line in the source; a dict result keeps reason and metadata", async () => {
     const [failed] = await pool.gradeBatch(py("import json\n\nasync def grade(thread):\n    x = 1\n    return undefined_name\n"), [
       thread("4"),
