@@ -107,6 +107,7 @@ export class PythonLoader implements ModuleLoader {
       lock: t.lock,
       files: t.files,
       snapshot: t.snapshot,
+      bootCache: t.bootCache,
       timeoutMs: Math.max(limits.timeoutMs, 5000),
     });
   }
