@@ -63,6 +63,31 @@ describe("Python graders in the sandbox", () => {
     assert.deepEqual(o, { score: 3, metadata: { found: ["difflib", "statistics", "gradebox._sandbox"] } });
   });
 
+  test("a batch's text reaches Python exactly (Latin-1, wide, surrogate pairs), each item its own metadata; one failing item costs one score", async () => {
+    const grader = py(
+      'async def grade(thread):\n    c = thread.completion()\n    if c.startswith("boom"):\n        raise ValueError("no")\n    return {"score": len(c), "metadata": {"c": c, "m": thread.metadata, "n": len(thread.get_turns())}}\n',
+    );
+    // each batch's text takes its own path into Python: bytes, UTF-16 units, item by item
+    for (const texts of [
+      ["plain", "café", "boom", "naïve ÿ"],
+      ["中文", "boom 中", "é", "x"],
+      ["😀 ok", "a😀b", "boom😀", "\u00e9\u0301"],
+    ]) {
+      const threads = texts.map((c, i) => ({
+        turns: [
+          { role: "user" as const, content: `q${i}` },
+          { role: "assistant" as const, content: c },
+        ],
+        metadata: { i },
+      }));
+      const outcomes = await pool.gradeBatch(grader, threads);
+      texts.forEach((c, i) => {
+        if (c.startsWith("boom")) assert.match(errorOf(outcomes[i]).message, /ValueError: no/);
+        else assert.deepEqual(outcomes[i], { score: [...c].length, metadata: { c, m: { i }, n: 2 } }, `${JSON.stringify(c)}`);
+      });
+    }
+  });
+
   test("errors carry their line in the source; a dict result keeps reason and metadata", async () => {
     const [failed] = await pool.gradeBatch(py("import json\n\nasync def grade(thread):\n    x = 1\n    return undefined_name\n"), [
       thread("4"),
