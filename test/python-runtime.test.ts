@@ -199,6 +199,24 @@ async def grade(thread):
     assert.equal(m.js, true, "the js module is empty");
   });
 
+  test("the template is the worker's, not a warm isolate's: under the default warm heap (384 MB) two Python graders used in turn stay warm", async () => {
+    const small = new SandboxPool({ size: 1, limits: { ...limits, maxWarmHeapMb: 384 } });
+    const died: unknown[] = [];
+    small.on("workerExit", (e: unknown) => died.push(e));
+    await small.start();
+    try {
+      const a = py(EXACT);
+      const b = py(`${EXACT}\n# b\n`);
+      for (const g of [a, b, a, b, a]) assert.equal(scoreOf((await small.gradeBatch(g, [thread("4", { expected: "4" })]))[0]), 1);
+      const [stats] = await small.stats();
+      assert.equal(stats.evictions, 0, "neither grader's isolate was evicted for the other");
+      assert.equal(stats.warm, 2);
+      assert.deepEqual(died, [], "the worker was not replaced for its size");
+    } finally {
+      await small.close();
+    }
+  });
+
   test("validation runs the library's checks, the execution check and test_run", async () => {
     const ok = await pool.validate("p", EXACT, undefined, { language: "python" });
     assert.deepEqual(ok, { ok: true, compiled: EXACT, warnings: [] });
