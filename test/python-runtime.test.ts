@@ -52,6 +52,42 @@ describe("Python graders in the sandbox", () => {
     );
   });
 
+  test("a grader's interpreter is the template's, restored: what the template imported is loaded before the grader imports it", async () => {
+    // a grader's isolate that booted Python from nothing instead (1.4 s, not 0.15) would not have these
+    const [o] = await pool.gradeBatch(
+      py(
+        'import sys\nFOUND = [m for m in ("difflib", "statistics", "gradebox._sandbox") if m in sys.modules]\nasync def grade(thread):\n    return {"score": len(FOUND), "metadata": {"found": FOUND}}\n',
+      ),
+      [thread("4")],
+    );
+    assert.deepEqual(o, { score: 3, metadata: { found: ["difflib", "statistics", "gradebox._sandbox"] } });
+  });
+
+  test("a batch's text reaches Python exactly (Latin-1, wide, surrogate pairs), each item its own metadata; one failing item costs one score", async () => {
+    const grader = py(
+      'async def grade(thread):\n    c = thread.completion()\n    if c.startswith("boom"):\n        raise ValueError("no")\n    return {"score": len(c), "metadata": {"c": c, "m": thread.metadata, "n": len(thread.get_turns())}}\n',
+    );
+    // each batch's text takes its own path into Python: bytes, UTF-16 units, item by item
+    for (const texts of [
+      ["plain", "café", "boom", "naïve ÿ"],
+      ["中文", "boom 中", "é", "x"],
+      ["😀 ok", "a😀b", "boom😀", "\u00e9\u0301"],
+    ]) {
+      const threads = texts.map((c, i) => ({
+        turns: [
+          { role: "user" as const, content: `q${i}` },
+          { role: "assistant" as const, content: c },
+        ],
+        metadata: { i },
+      }));
+      const outcomes = await pool.gradeBatch(grader, threads);
+      texts.forEach((c, i) => {
+        if (c.startsWith("boom")) assert.match(errorOf(outcomes[i]).message, /ValueError: no/);
+        else assert.deepEqual(outcomes[i], { score: [...c].length, metadata: { c, m: { i }, n: 2 } }, `${JSON.stringify(c)}`);
+      });
+    }
+  });
+
   test("errors carry their line in the source; a dict result keeps reason and metadata", async () => {
     const [failed] = await pool.gradeBatch(py("import json\n\nasync def grade(thread):\n    x = 1\n    return undefined_name\n"), [
       thread("4"),
@@ -161,6 +197,24 @@ async def grade(thread):
     assert.equal(m.wasm, "undefined");
     assert.equal(m.memoryCtor, "Object", "the interpreter's memory leads to Object, not to WebAssembly.Memory");
     assert.equal(m.js, true, "the js module is empty");
+  });
+
+  test("the template is the worker's, not a warm isolate's: under the default warm heap (384 MB) two Python graders used in turn stay warm", async () => {
+    const small = new SandboxPool({ size: 1, limits: { ...limits, maxWarmHeapMb: 384 } });
+    const died: unknown[] = [];
+    small.on("workerExit", (e: unknown) => died.push(e));
+    await small.start();
+    try {
+      const a = py(EXACT);
+      const b = py(`${EXACT}\n# b\n`);
+      for (const g of [a, b, a, b, a]) assert.equal(scoreOf((await small.gradeBatch(g, [thread("4", { expected: "4" })]))[0]), 1);
+      const [stats] = await small.stats();
+      assert.equal(stats.evictions, 0, "neither grader's isolate was evicted for the other");
+      assert.equal(stats.warm, 2);
+      assert.deepEqual(died, [], "the worker was not replaced for its size");
+    } finally {
+      await small.close();
+    }
   });
 
   test("validation runs the library's checks, the execution check and test_run", async () => {

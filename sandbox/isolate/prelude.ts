@@ -49,6 +49,27 @@ defineProperty(g, "__name", {
 });
 
 let grade: ((thread: StringThread) => unknown) | undefined;
+
+/**
+ * A module runtime that grades a whole slice in one crossing (python/isolate/shim.ts): `load`
+ * takes each new packed batch (false: grade it item by item through `grade`), `run` grades items
+ * from..end-1 of the last batch it took in order, calling `emit` with each item's value (or, with
+ * `failed`, what it threw) and stopping when `emit` returns false. Installed only through
+ * `__gradebox_slicer`, which the trusted shim takes before any grader code runs.
+ */
+interface Slicer {
+  load(head: string, text: string): boolean;
+  run(from: number, end: number, emit: (value: unknown, failed: boolean) => boolean): void;
+}
+let slicer: Slicer | undefined;
+/** the slicer took the loaded batch */
+let sliced = false;
+defineProperty(g, "__gradebox_slicer", {
+  value: (s: Slicer) => {
+    slicer = s;
+  },
+  configurable: true,
+});
 /** set by the module wrapper when the grader's module body threw (see worker/engine.ts) */
 let loadError: string | undefined;
 
@@ -242,6 +263,7 @@ function install(): string {
   delete g.__gradebox_grade;
   delete g.__gradebox_load_failed;
   delete g.__gradebox_fail;
+  delete g.__gradebox_slicer;
   if (loadError !== undefined) return loadError;
   if (typeof candidate !== "function") return `TypeError: grade is not callable after the module ran (it is ${describe(candidate)})`;
   grade = candidate as (thread: StringThread) => unknown;
@@ -268,13 +290,27 @@ let pendingItem = false;
  * `collect` reports it as such.
  */
 function run(head: string, text: string, from: number, maxItems: number, sliceMs: number): void {
-  if (head !== "") loaded = new BatchReader(head, text);
+  if (head !== "") {
+    loaded = new BatchReader(head, text);
+    sliced = false;
+    if (slicer) {
+      try {
+        sliced = slicer.load(head, text) === true;
+      } catch {
+        // the batch is graded item by item instead
+      }
+    }
+  }
   const batch = loaded as BatchReader;
   const end = min(from + maxItems, batch.count);
   records = "";
   pendingItem = false;
   const fn = grade;
   const t0 = now();
+  if (sliced) {
+    runSlice(slicer as Slicer, from, end, sliceMs, t0);
+    return;
+  }
   const loop = async () => {
     for (let i = from; i < end; i++) {
       if (i > from && now() - t0 >= sliceMs) break;
@@ -295,6 +331,48 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
     }
   };
   loop();
+}
+
+/**
+ * run() through the slicer: the same records, time slice and progress slot as the loop above,
+ * with the items graded by the module runtime in one crossing. `emit` is the only way a record
+ * is added, never past `end` nor after the run returned (grader code may reach it); the item in
+ * flight when the runtime throws gets the error, and one it left without a result gets one too,
+ * so a call always moves on.
+ */
+function runSlice(s: Slicer, from: number, end: number, sliceMs: number, t0: number): void {
+  let i = from;
+  let live = true;
+  const add = (record: Encoded) => {
+    records = records + record;
+    pendingItem = false;
+    i++;
+  };
+  const emit = (value: unknown, failed: boolean): boolean => {
+    if (!live || i >= end) return false;
+    let record: Encoded;
+    try {
+      record = failed === true ? thrown(value) : checkResult(value);
+    } catch (error) {
+      record = thrown(error);
+    }
+    add(record);
+    // an interpreter an item left unfit grades nothing more: the worker goes on in a fresh one
+    if (failed === true && Coded.is(value) && value.endsSlice) return false;
+    if (i >= end || now() - t0 >= sliceMs) return false;
+    pendingItem = true;
+    if (slot) slot[SLOT.item] = i;
+    return true;
+  };
+  pendingItem = true;
+  if (slot) slot[SLOT.item] = i;
+  try {
+    s.run(from, end, emit);
+  } catch (error) {
+    if (pendingItem) add(thrown(error));
+  }
+  if (pendingItem) add(encodeError("GRADER_ERROR", "the runtime returned without a result for this item"));
+  live = false;
 }
 
 /** The records of the last call and its trailer (see reply.ts): one primitive string. */

@@ -19,5 +19,10 @@ export const SLOT = {
   item: 8,
   /** the process RSS just before the call started (the watchdog's first look may come up to a tick later) */
   rssAtStart: 9,
-  size: 10,
+  /**
+   * bytes the worker holds for good beyond its baseline that are no warm isolate's (the Python
+   * template): its memory bounds move up by them
+   */
+  fixed: 10,
+  size: 11,
 } as const;

@@ -131,6 +131,7 @@ export class PythonLoader implements ModuleLoader {
         lock: t.lock,
         files: t.files,
         snapshot: t.snapshot,
+        bootCache: t.bootCache,
         timeoutMs: START_MS,
       }),
     );

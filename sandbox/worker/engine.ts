@@ -43,6 +43,7 @@ export class Engine {
   isolateCpuUs = 0;
   private readonly watch: CallWatch;
   private readonly onWarmHeap: (bytes: number) => void;
+  private readonly onFixed: (bytes: number) => void;
   /**
    * Set when the worker's RSS passed its recycle bound after a call, or did not come back after
    * an isolate was disposed for what it kept: the worker is to be replaced. Slices end after
@@ -55,26 +56,29 @@ export class Engine {
   ) {
     this.watch = hooks.watch ?? UNWATCHED;
     this.onWarmHeap = hooks.onWarmHeap ?? (() => {});
+    this.onFixed = hooks.onFixed ?? (() => {});
   }
 
   private pythonTemplate: PythonTemplate | undefined;
   /**
    * What the Python template left resident (its compiled binary, snapshot and standard library,
-   * and what booting it left in the allocator): counted with the warm isolates' heaps, so the
-   * warm-heap bound and the worker's memory bounds see it.
+   * and what booting it left in the allocator): a fixed cost of the worker, not of any isolate.
+   * The warm-heap bound counts isolates only (with the template in it, a default worker kept
+   * one Python isolate warm, and two Python graders used in turn restored on every batch); the
+   * worker's memory bounds move up by it instead (DEPLOY.md's Python term).
    */
-  private templateBytes = 0;
+  templateBytes = 0;
   /** the worker's Python template, booted at its first Python grader or validation */
   python(): PythonTemplate {
     if (!this.pythonTemplate) {
       // the boot runs outside any call: the watchdog's idle look would find the worker past what
       // its warm isolates explain and have it replaced, template and all
-      this.onWarmHeap(this.warmHeapBytes + TEMPLATE_BOOT_PEAK);
+      this.onFixed(TEMPLATE_BOOT_PEAK);
       const before = residentBytes();
       const template = makeTemplate(this.limits.memoryMb);
       this.templateBytes = Math.max(residentBytes() - before, template.snapshotBytes);
       this.pythonTemplate = template;
-      this.onWarmHeap(this.warmHeapBytes);
+      this.onFixed(this.templateBytes);
     }
     return this.pythonTemplate;
   }
@@ -88,7 +92,7 @@ export class Engine {
   }
 
   get warmHeapBytes(): number {
-    let total = this.templateBytes;
+    let total = 0;
     for (const rt of this.warm.values()) total += rt.heapBytes;
     return total;
   }
@@ -175,7 +179,7 @@ export class Engine {
     const bounds = this.hooks.bounds;
     /** an isolate was disposed for what it kept: does the process give the memory back? */
     const checkGiveBack = () => {
-      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes)) this.overgrown = true;
+      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes, this.templateBytes)) this.overgrown = true;
     };
     const push = (outcome: GradeOutcome) => {
       outcomes.push(outcome);
@@ -233,7 +237,7 @@ export class Engine {
             push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
           }
         }
-        if (bounds && rssAfter > bounds.recycleAt) this.overgrown = true;
+        if (bounds && rssAfter > bounds.recycleAt + this.templateBytes) this.overgrown = true;
         single = options.single;
       } catch (error) {
         discard();
@@ -369,6 +373,7 @@ export class Engine {
     if (this.pythonTemplate) releaseTemplate(this.pythonTemplate);
     this.pythonTemplate = undefined;
     this.templateBytes = 0;
+    this.onFixed(0);
   }
 }
 

@@ -46,8 +46,12 @@ export function memoryBounds(limits: Pick<EngineLimits, "memoryMb" | "maxWarmHea
   return { baseline, callGrowth, retained: callGrowth, recycleAt, ceiling: recycleAt + callGrowth, idleSlack };
 }
 
-/** RSS a worker's warm isolates explain: past it, memory is held by what is gone or was never counted. */
-export const explainedRss = (bounds: MemoryBounds, warmHeapBytes: number) => bounds.baseline + warmHeapBytes + bounds.idleSlack;
+/**
+ * RSS a worker's warm isolates explain: past it, memory is held by what is gone or was never
+ * counted. `fixed`: what the worker holds for good beyond its baseline (the Python template).
+ */
+export const explainedRss = (bounds: MemoryBounds, warmHeapBytes: number, fixed = 0) =>
+  bounds.baseline + fixed + warmHeapBytes + bounds.idleSlack;
 
 let statm: number | undefined;
 const buffer = Buffer.alloc(128);

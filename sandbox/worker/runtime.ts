@@ -29,6 +29,8 @@ export interface EngineHooks {
   progress?: SharedArrayBuffer;
   /** told the heap bytes of warm isolates whenever they change */
   onWarmHeap?: (bytes: number) => void;
+  /** told the bytes the worker holds for good beyond its baseline that are no isolate's (the Python template) */
+  onFixed?: (bytes: number) => void;
   /**
    * the worker's memory bounds (memory.ts): with them, every call's growth of the process is
    * charged to its isolate, and the engine says when the worker should be replaced

@@ -67,6 +67,7 @@ function watch({ slot, memoryMb, bounds }: WatchdogOptions): void {
     const startedAt = s[SLOT.startedAt];
     const limitMs = s[SLOT.limitMs];
     const warmHeap = s[SLOT.warmHeap];
+    const fixed = s[SLOT.fixed];
     const rssBefore = s[SLOT.rssAtStart];
     if (s[SLOT.seq] !== seq) return; // torn read: look again next tick
     // the prelude's own record of the item it is on, when it lies within the call
@@ -79,7 +80,7 @@ function watch({ slot, memoryMb, bounds }: WatchdogOptions): void {
       if (now - lastIdleCheck < IDLE_CHECK_MS) return;
       lastIdleCheck = now;
       const rss = process.memoryUsage.rss();
-      if (!recycleSent && (rss > explainedRss(bounds, warmHeap) || rss > bounds.recycleAt)) {
+      if (!recycleSent && (rss > explainedRss(bounds, warmHeap, fixed) || rss > bounds.recycleAt + fixed)) {
         recycleSent = true;
         fire({ verdict: "recycle", rss }, false);
       }
@@ -98,9 +99,9 @@ function watch({ slot, memoryMb, bounds }: WatchdogOptions): void {
       fire({ verdict: "memory", ...call, detail: `the process grew by ${Math.round(growth / MB)} MB during the call` }, true);
       return;
     }
-    if (rss > bounds.ceiling) {
+    if (rss > bounds.ceiling + fixed) {
       // calls run back to back without a check between them took the worker here; this one carried it over
-      const detail = `the worker reached ${Math.round(rss / MB)} MB during the call, past its ${Math.round(bounds.ceiling / MB)} MB ceiling`;
+      const detail = `the worker reached ${Math.round(rss / MB)} MB during the call, past its ${Math.round((bounds.ceiling + fixed) / MB)} MB ceiling`;
       fire({ verdict: "memory", ...call, detail }, true);
       return;
     }

@@ -51,7 +51,13 @@ const watch = {
 // baseline the memory bounds are measured from, so it counts as this worker's own
 if (process.env[ROLE_ENV] === "validate") await import("../validate/analyze.ts");
 const bounds = memoryBounds(limits, residentBytes());
-const engine = new Engine(limits, { watch, progress: slotBuffer, onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes), bounds });
+const engine = new Engine(limits, {
+  watch,
+  progress: slotBuffer,
+  onWarmHeap: (bytes) => (slot[SLOT.warmHeap] = bytes),
+  onFixed: (bytes) => (slot[SLOT.fixed] = bytes),
+  bounds,
+});
 
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
   currentJob = req.id;

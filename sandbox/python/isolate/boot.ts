@@ -15,7 +15,6 @@ interface BootOptions {
   lock: string;
   /** [path under site-packages, text] */
   files: [string, string][];
-  snapshot?: Uint8Array;
 }
 
 type Pyodide = Awaited<ReturnType<typeof loadPyodide>>;
@@ -26,7 +25,8 @@ let failure = "";
 /** "", "booting", "ready" or "failed" */
 let state = "";
 
-function start(options: BootOptions): void {
+/** `snapshot`: the template's memory (a grader's isolate); absent, the interpreter boots from nothing to make one */
+function start(options: BootOptions, snapshot?: ArrayBuffer): void {
   state = "booting";
   loadPyodide({
     indexURL: "/pyodide/",
@@ -45,7 +45,7 @@ function start(options: BootOptions): void {
         FS.writeFile(full, text);
       }
     },
-    ...(options.snapshot ? { _loadSnapshot: options.snapshot } : { _makeSnapshot: true }),
+    ...(snapshot ? { _loadSnapshot: new Uint8Array(snapshot) } : { _makeSnapshot: true }),
   } as Parameters<typeof loadPyodide>[0]).then(
     (py: Pyodide) => {
       pyodide = py;

@@ -7,6 +7,13 @@
                                     a float (a plain score), or JSON: a result {"score", "reason"?,
                                     "metadata"?, "subscores"?} or {"error": {"code", "message",
                                     "line"?, "column"?}}
+    load_batch(head, text, wide) -> None
+                                    holds a packed batch (sandbox/protocol/batch.ts) for grade_slice
+    grade_slice(start, end, emit) -> None
+                                    grades the held batch's threads start..end-1 in order, calling
+                                    emit(result) after each (a result as grade returns it); stops
+                                    when emit returns False. One crossing per item instead of a
+                                    call, two JSON texts and a parse each way
 
 Positions are 1-based, in the user's source (compiled as "grader.py"). grade drives the
 coroutine itself, without an event loop: it sends None until the coroutine returns. A coroutine
@@ -23,7 +30,7 @@ import types
 from typing import Any, Callable, Optional, Union
 
 from ._result import MAX_POSITION, a_type, convert, describe_exception, error_json
-from .thread import StringThread
+from .thread import ROLES, StringThread
 
 FILENAME = "grader.py"
 MODULE_NAME = "grader"
@@ -198,10 +205,62 @@ def _drive(coro: Any) -> Any:
 
 def grade(turns_json: str, metadata_json: str) -> Union[float, str]:
     """Grades one thread with the loaded grader: a float, or JSON (a result or an error)."""
+    return _grade_thread(_loads(turns_json), {} if metadata_json == "{}" else _loads(metadata_json))
+
+
+# the held batch: its text, its head's numbers and metadata, and where each thread starts in both
+_batch_text = ""
+_batch_nums: list[int] = []
+_batch_metadata: list[Any] = []
+_batch_starts: list[tuple[int, int]] = []
+
+
+def load_batch(head: str, text: Any, wide: bool) -> None:
+    """Holds a packed batch: head is JSON [[turn count, then role index and content length per
+    turn, for each thread], [metadata or null per thread]]; text is every turn's content in
+    order, as a buffer (bytes, or a JavaScript typed array) of Latin-1 bytes or, when `wide`,
+    UTF-16-LE units without surrogates: either way its lengths are code points here."""
+    global _batch_text, _batch_nums, _batch_metadata, _batch_starts
+    _batch_text, _batch_nums, _batch_metadata, _batch_starts = "", [], [], []
+    raw = text if isinstance(text, (bytes, bytearray)) else text.to_bytes()
+    text = raw.decode("utf-16-le" if wide else "latin-1")
+    nums, metadata = _loads(head)
+    starts = []
+    n = pos = 0
+    for _ in range(len(metadata)):
+        starts.append((n, pos))
+        count = nums[n]
+        n += 1
+        for _ in range(count):
+            pos += nums[n + 1]
+            n += 2
+    _batch_text, _batch_nums, _batch_metadata, _batch_starts = text, nums, metadata, starts
+
+
+def grade_slice(start: int, end: int, emit: Callable[[Union[float, str]], bool]) -> None:
+    """Grades the held batch's threads start..end-1, emitting each one's result as it is made."""
+    text, nums, metadata, starts = _batch_text, _batch_nums, _batch_metadata, _batch_starts
+    roles = ROLES
+    for t in range(start, min(end, len(starts))):
+        n, pos = starts[t]
+        count = nums[n]
+        n += 1
+        turns = []
+        for _ in range(count):
+            stop = pos + nums[n + 1]
+            turns.append([roles[nums[n]], text[pos:stop]])
+            pos = stop
+            n += 2
+        meta = metadata[t]
+        if not emit(_grade_thread(turns, {} if meta is None else meta)):
+            return
+
+
+def _grade_thread(turns: list, metadata: dict) -> Union[float, str]:
     fn = _grade
     if fn is None:
         return error_json("GRADER_ERROR", "no grader is loaded (load(source) did not succeed)")
-    thread = _adopt(_loads(turns_json), {} if metadata_json == "{}" else _loads(metadata_json))
+    thread = _adopt(turns, metadata)
     try:
         result = fn(thread)
         if type(result) is _coroutine:

@@ -205,5 +205,47 @@ class Errors(unittest.TestCase):
         self.assertEqual(json.loads(_sandbox.grade("[]", "{}"))["metadata"]["turns"], [])
 
 
+class Slices(unittest.TestCase):
+    """load_batch and grade_slice: a packed batch (sandbox/protocol/batch.ts) graded in one call."""
+
+    SOURCE = "async def grade(thread):\n    c = thread.completion()\n    if c == 'boom':\n        raise ValueError(c)\n    return {'score': float(len(c)), 'metadata': {'turns': thread.get_turns(), 'meta': thread.metadata}}\n"
+    # user "q", assistant "é!" | no turns, no metadata | user "ab", assistant "boom" | assistant "中文"
+    HEAD = '[[2,1,1,2,2,0,2,1,2,2,4,1,2,2],[{"k":1},null,{},{"x":[1]}]]'
+    TEXT = "qé!abboom中文"
+
+    def slice(self, start: int, end: int, stop_after: int = 99, text: str = TEXT) -> list:
+        run(self.SOURCE)
+        wide = any(ord(ch) > 255 for ch in text)
+        _sandbox.load_batch(self.HEAD, text.encode("utf-16-le" if wide else "latin-1"), wide)
+        out: list = []
+
+        def emit(value):
+            out.append(value if isinstance(value, float) else json.loads(value))
+            return len(out) < stop_after
+
+        _sandbox.grade_slice(start, end, emit)
+        return out
+
+    def test_each_thread_gets_its_turns_and_metadata_and_one_error_costs_one_item(self) -> None:
+        out = self.slice(0, 4)
+        self.assertEqual(out[0], {"score": 2.0, "metadata": {"turns": [["user", "q"], ["assistant", "é!"]], "meta": {"k": 1}}})
+        self.assertEqual(error(out[1])["message"], "TypeError: object of type 'NoneType' has no len()")
+        self.assertEqual(error(out[2])["message"], "ValueError: boom")
+        self.assertEqual(out[3], {"score": 2.0, "metadata": {"turns": [["assistant", "中文"]], "meta": {"x": [1]}}})
+
+    def test_latin_1_text(self) -> None:
+        head = '[[2,1,1,2,2],[null]]'
+        run(self.SOURCE)
+        _sandbox.load_batch(head, "qé!".encode("latin-1"), False)
+        out: list = []
+        _sandbox.grade_slice(0, 1, lambda v: out.append(json.loads(v)) or True)
+        self.assertEqual(out[0]["metadata"]["turns"], [["user", "q"], ["assistant", "é!"]])
+
+    def test_a_slice_starts_where_asked_and_stops_when_emit_says_so(self) -> None:
+        self.assertEqual([o["metadata"]["meta"] for o in self.slice(2, 4) if "metadata" in o], [{"x": [1]}])
+        self.assertEqual(len(self.slice(0, 4, stop_after=2)), 2)
+        self.assertEqual(len(self.slice(3, 99)), 1)
+
+
 if __name__ == "__main__":
     unittest.main()
