@@ -27,9 +27,11 @@ const MiB = 1024 * 1024;
  * from (docs/DEPLOY.md): docs/benchmarks.md, `rssWith1000GradersByProcessMB` at
  * commit 64da0ba (1,000 graders invoked, 2 grading workers: api 410, validation worker 241,
  * other 19 = esbuild's service), and an idle grading worker as test/memory.test.ts prints it
- * ("# worker RSS: 100 MB before"). They are copied here from those runs, not measured by this test.
+ * ("# worker RSS: 100 MB before"), and the Python template a worker keeps once it ran a Python grader
+ * or validation (docs/benchmarks.md, "Python graders"). They are copied here from those runs, not
+ * measured by this test.
  */
-const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGradingWorker: 100 };
+const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGradingWorker: 100, pythonTemplate: 233 };
 
 /**
  * What one pod may hold. A grading worker is bounded by its watchdog (sandbox/worker/watchdog.ts): idle,
@@ -38,8 +40,10 @@ const MEASURED_MIB = { api: 410, validationWorker: 241, esbuild: 19, idleGrading
  * GRADEBOX_WARM_HEAP_MB.
  */
 function podMemoryMiB(workers: number, memoryMb: number, warmHeapMb: number) {
-  const fixed = MEASURED_MIB.api + MEASURED_MIB.validationWorker + MEASURED_MIB.esbuild;
-  const perWorker = MEASURED_MIB.idleGradingWorker + warmHeapMb + Math.max(128, 2 * memoryMb) + (2 * memoryMb + 64);
+  // the validation worker and every grading worker hold a Python template once Python reached them
+  const fixed = MEASURED_MIB.api + MEASURED_MIB.validationWorker + MEASURED_MIB.pythonTemplate + MEASURED_MIB.esbuild;
+  const perWorker =
+    MEASURED_MIB.idleGradingWorker + MEASURED_MIB.pythonTemplate + warmHeapMb + Math.max(128, 2 * memoryMb) + (2 * memoryMb + 64);
   return { fixed, perWorker, total: fixed + workers * perWorker };
 }
 
