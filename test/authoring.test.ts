@@ -151,4 +151,19 @@ describe("test_run on the built-in sample thread", () => {
     assert.match(message, /thread\.metadata\.expected \?\? ""/);
     assert.match(message, /samples/);
   });
+
+  test("a Python grader is told how to guard in Python (dict.get), not with TypeScript's ??", async () => {
+    const res = await call(s.app, "POST", "/v1/projects/p/graders", {
+      key: "expects-py",
+      language: "python",
+      source: 'async def grade(thread) -> float:\n    return 1.0 if thread.metadata["expected"] == "4" else 0.0\n',
+    });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.equal(res.body.check, "test_run");
+    const { message } = res.body as { message: string };
+    assert.match(message, /GRADER_ERROR: KeyError: 'expected'/);
+    assert.match(message, /thread\.metadata\.get\("expected", ""\)/);
+    assert.doesNotMatch(message, /\?\?/, "no TypeScript operator in a Python grader's hint");
+    assert.equal(res.body.line, 2);
+  });
 });

@@ -356,7 +356,7 @@ export class Engine {
             ...(mock.error.line === undefined ? {} : { line: mock.error.line, column: mock.error.column }),
             message:
               `grade failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
-              'The sample thread\'s metadata is {}: guard reads of it (`thread.metadata.expected ?? ""`); to see how it grades real samples, ' +
+              `The sample thread's metadata is {}: guard reads of it (${language === "python" ? '`thread.metadata.get("expected", "")`' : '`thread.metadata.expected ?? ""`'}); to see how it grades real samples, ` +
               "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`), which test_run then uses instead",
           },
         };
