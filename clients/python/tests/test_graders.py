@@ -50,6 +50,24 @@ def test_create_get_list_lock_delete(client: Gradebox, new_key: Callable[[str], 
     assert key not in [g["key"] for g in client.graders.list()]
 
 
+def test_get_lock_delete_take_grader_key_as_the_graders_page_writes_them(client: Gradebox, new_key: Callable[[str], str]) -> None:
+    # adaptive.graders.get(grader_key=...), .lock(grader_key=..., locked=True), .delete(grader_key=...)
+    key = new_key("by-name")
+    client.graders.create_function(key, source=EXACT)
+    assert client.graders.get(grader_key=key)["key"] == key
+    assert client.graders.lock(grader_key=key, locked=True)["locked"] is True
+    with pytest.raises(gradebox.ConflictError):
+        client.graders.delete(grader_key=key)
+    assert client.graders.lock(grader_key=key, locked=False)["locked"] is False
+    client.graders.delete(grader_key=key)
+    with pytest.raises(gradebox.NotFoundError):
+        client.graders.get(key)
+    with pytest.raises(gradebox.GradeboxError, match="exactly one"):
+        client.graders.get(key, grader_key=key)
+    with pytest.raises(gradebox.GradeboxError, match="exactly one"):
+        client.graders.delete()
+
+
 def test_list_follows_pages(client: Gradebox, new_key: Callable[[str], str]) -> None:
     keys = [new_key("page") for _ in range(5)]
     for key in keys:

@@ -360,18 +360,22 @@ class Graders:
         """Every grader of the project (follows pages)."""
         return [*self.iter(page_size=page_size)]
 
-    def get(self, key: str) -> GraderWithSource:
-        """One grader with its source; NotFoundError (GRADER_NOT_FOUND) when there is none."""
-        return cast(GraderWithSource, self._client._request("GET", self._key_path(key), retry=True)[0])
+    def get(self, key: str | None = None, *, grader_key: str | None = None) -> GraderWithSource:
+        """One grader with its source; NotFoundError (GRADER_NOT_FOUND) when there is none.
+        ``grader_key=`` is another name for ``key`` (the graders page writes ``get(grader_key=…)``),
+        as for ``lock`` and ``delete``."""
+        path = self._key_path(_one_key(key, grader_key))
+        return cast(GraderWithSource, self._client._request("GET", path, retry=True)[0])
 
-    def lock(self, key: str, locked: bool = True) -> Grader:
+    def lock(self, key: str | None = None, locked: bool = True, *, grader_key: str | None = None) -> Grader:
         """Locks (or with ``locked=False`` unlocks) a grader: a locked one cannot be deleted or updated."""
-        return cast(Grader, self._client._request("PUT", self._key_path(key, "/lock"), body={"locked": locked}, retry=True)[0])
+        path = self._key_path(_one_key(key, grader_key), "/lock")
+        return cast(Grader, self._client._request("PUT", path, body={"locked": locked}, retry=True)[0])
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str | None = None, *, grader_key: str | None = None) -> None:
         """Refused with ConflictError (GRADER_LOCKED) while the grader is locked, GRADER_IN_USE
         while a combined grader uses it."""
-        self._client._request("DELETE", self._key_path(key), retry=True)
+        self._client._request("DELETE", self._key_path(_one_key(key, grader_key)), retry=True)
 
     def grade(self, key: str, thread: Mapping[str, Any], version: int | None = None) -> GradeResponse:
         """Grades one thread (with ``version``, that stored version); a grader failure raises
@@ -474,6 +478,13 @@ class _Chunk:
 
 # room for {"threads":[…],"version":N} around the threads
 _ENVELOPE_BYTES = 64
+
+
+def _one_key(key: str | None, grader_key: str | None) -> str:
+    """The grader's key, given as ``key`` or as ``grader_key`` (Adaptive's name for it)."""
+    if (key is None) == (grader_key is None):
+        raise GradeboxError("pass exactly one of key or grader_key")
+    return cast(str, key if key is not None else grader_key)
 
 
 def _split(encoded: list[bytes], max_threads: int, max_bytes: int) -> list[list[bytes]]:
