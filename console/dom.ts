@@ -80,10 +80,26 @@ export function numberCell(x: unknown): HTMLTableCellElement {
 /** Highlighted source (hljs escapes it), one span per line so a failing line can be marked. */
 export function renderSource(target: HTMLElement, source: string, errorLine?: number, language: Highlighted = "typescript"): void {
   const html = hljs.highlight(source, { language }).value;
-  target.innerHTML = html
-    .split("\n")
+  target.innerHTML = highlightedLines(html)
     .map((line, i) => `<span class="line${i + 1 === errorLine ? " error-line" : ""}" data-line="${i + 1}">${line}</span>`)
     .join("");
+}
+
+/** hljs's HTML cut into lines, each closing the spans still open at its end and the next
+ * reopening them: a token over several lines (a docstring, a template literal, a block comment)
+ * would otherwise nest the lines after it inside the first one's span. hljs emits only
+ * `<span class="…">` and `</span>`, its text escaped. */
+export function highlightedLines(html: string): string[] {
+  let open: string[] = [];
+  return html.split("\n").map((text) => {
+    const line = open.join("") + text;
+    open = [...open];
+    for (const [tag] of text.matchAll(/<span[^>]*>|<\/span>/g)) {
+      if (tag === "</span>") open.pop();
+      else open.push(tag);
+    }
+    return line + "</span>".repeat(open.length);
+  });
 }
 
 /** A unified diff, highlighted: added lines green (hljs-addition), removed ones red (hljs-deletion). */

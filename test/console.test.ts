@@ -764,6 +764,51 @@ test("a Python grader: python in the list and the detail, its source highlighted
   assert.equal(await page.inputValue("#create-language"), "python");
 });
 
+test("a source with a docstring over several lines and blank lines: every line its own row, in order, none of zero height", async () => {
+  const source =
+    'import re\n\n\nasync def grade(thread):\n    """Digits.\n\n    One when the completion has one.\n    """\n    return 1.0 if re.search(r"\\d", thread.completion() or "") else 0.0\n';
+  await s.store.insert({
+    project: "web",
+    key: "py-docstring",
+    description: "",
+    source,
+    language: "python",
+    compiled: source,
+    sourceSha256: "py-docstring",
+    warnings: [],
+  });
+  await page.reload();
+  await page.click("#graders tr[data-key='py-docstring']");
+  await page.waitForSelector("#detail-key:has-text('py-docstring')");
+  const rows = await page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>("#source .line")].map((l) => ({
+      line: l.dataset.line,
+      child: l.parentElement?.id === "source",
+      top: l.getBoundingClientRect().top,
+      height: l.getBoundingClientRect().height,
+      text: l.textContent,
+    })),
+  );
+  assert.deepEqual(
+    rows.map((r) => r.line),
+    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"],
+  );
+  assert.ok(
+    rows.every((r) => r.child),
+    "no line nested in another's span",
+  );
+  assert.ok(
+    rows.every((r) => r.height > 0),
+    `heights: ${rows.map((r) => r.height)}`,
+  );
+  assert.ok(
+    rows.every((r, i) => i === 0 || r.top > rows[i - 1].top),
+    "each line below the one before",
+  );
+  assert.equal(rows[6].text, "    One when the completion has one.");
+  assert.ok((await page.locator("#source .line[data-line='7'] .hljs-string").count()) > 0, "still highlighted as the docstring");
+});
+
 test("a Python grader created in the form; a Python syntax error is shown on its line", async (t) => {
   const probe = await call(s.app, "POST", "/v1/projects/web/graders/validate", { source: PYTHON_EXACT, language: "python" });
   if (probe.status !== 200) {
