@@ -234,6 +234,33 @@ async def grade(thread):
     assert.ok(withThreads.ok && withThreads.results?.[0] && scoreOf(withThreads.results[0]) === 1, JSON.stringify(withThreads));
   });
 
+  test("fair share holds for Python: a small batch of one project finishes while another's long one is still grading", async () => {
+    // ~15 ms of Python per item: 300 items keep the worker busy for seconds, in slices
+    const slow = {
+      ...py("async def grade(thread):\n    n = 0\n    for i in range(150_000):\n        n += i\n    return 0.5\n"),
+      project: "flood",
+    };
+    const quick = { ...py(EXACT), project: "quick" };
+    await pool.gradeBatch(quick, [thread("4", { expected: "4" })]); // its isolate restored before the race
+    const finished: string[] = [];
+    const flood = pool
+      .gradeBatch(
+        slow,
+        Array.from({ length: 300 }, () => thread("x")),
+      )
+      .then((r) => {
+        finished.push("flood");
+        return r;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const small = await pool.gradeBatch(quick, [thread("4", { expected: "4" }), thread("5", { expected: "4" })]);
+    finished.push("quick");
+    assert.deepEqual(small.map(scoreOf), [1, 0]);
+    const flooded = await flood;
+    assert.deepEqual(finished, ["quick", "flood"], "the small batch did not wait for the long one");
+    assert.equal(flooded.filter((o) => scoreOf(o) === 0.5).length, 300);
+  });
+
   test("workers exit cleanly after Python isolates were used and disposed", async () => {
     const grader = py(EXACT);
     await pool.gradeBatch(grader, [thread("4", { expected: "4" })]);
