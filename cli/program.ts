@@ -270,6 +270,8 @@ export function clientProgram(): Command {
         const [a, b] = await Promise.all([sourceOf(from), sourceOf(to)]);
         const patch = createTwoFilesPatch(a.label, b.label, a.source, b.source, undefined, undefined, { context: 3 });
         if (opts.json) return printJson({ from: a.label, to: b.label, patch });
+        // a patch of headers alone says nothing to a person: say it
+        if (a.source === b.source) return console.log(`${a.label} and ${b.label} have the same source`);
         process.stdout.write(patch);
       }),
     );

@@ -80,6 +80,8 @@ export function numberCell(x: unknown): HTMLTableCellElement {
 /** Highlighted source (hljs escapes it), one span per line so a failing line can be marked. */
 export function renderSource(target: HTMLElement, source: string, errorLine?: number, language: Highlighted = "typescript"): void {
   const html = hljs.highlight(source, { language }).value;
+  // the class says what the block holds (styles and tests read it), as hljs's own would
+  target.className = `hljs language-${language}`;
   target.innerHTML = highlightedLines(html)
     .map((line, i) => `<span class="line${i + 1 === errorLine ? " error-line" : ""}" data-line="${i + 1}">${line}</span>`)
     .join("");

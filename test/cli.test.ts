@@ -371,6 +371,7 @@ test("push on an existing key stores a new version and says so; versions, diff a
   assert.match(patch, /^- {2}return 0\.25;$/m);
   assert.match(patch, /^\+ {2}const half = 0\.5;$/m);
   assert.match((await run("diff", "ver@1", "ver")).stdout, /\+\+\+ ver@2/, "a bare key is the current version");
+  assert.equal((await run("diff", "ver@2", "ver")).stdout, "ver@2 and ver@2 have the same source\n");
 
   const thread = join(dir, "one.json");
   writeFileSync(thread, JSON.stringify({ turns: [{ role: "assistant", content: "x" }] }));

@@ -86,6 +86,7 @@ test("connect with an API key, list graders, open one with highlighted source", 
   assert.match((await page.textContent("#detail-meta")) ?? "", /Strict equality/);
   assert.ok((await page.locator("#source .hljs-keyword").count()) > 0, "the source is highlighted");
   assert.equal(await page.locator("#source .line").count(), 4);
+  assert.equal(await page.getAttribute("#source", "class"), "hljs language-python", "the block says it holds Python");
   await shot("console-grader");
 });
 

@@ -83,6 +83,22 @@ describe("three nodes, one registry, one load balancer", () => {
     );
   });
 
+  test("a Python grader created on one node grades on all three, and an update to it holds on the others", async () => {
+    const source = (right: string) =>
+      `async def grade(thread):\n    return ${right} if thread.completion() == str(thread.metadata.get("expected", "")) else 0.0\n`;
+    await direct[0].graders.create.function({ key: "py-exact", source: source("1.0"), language: "python" });
+    for (const c of direct) {
+      const r = await c.graders.grade({ graderKey: "py-exact", thread: thread("7", { expected: "7" }) });
+      assert.deepEqual([r.score, r.version], [1, 1]);
+    }
+    await direct[1].graders.update({ graderKey: "py-exact", source: source("0.5") });
+    for (const c of direct) {
+      const r = await c.graders.grade({ graderKey: "py-exact", thread: thread("7", { expected: "7" }) });
+      assert.deepEqual([r.score, r.version], [0.5, 2]);
+    }
+    assert.equal((await direct[2].graders.get({ graderKey: "py-exact" })).language, "python");
+  });
+
   test("update, lock and delete on one node hold on the others the moment they are acknowledged", async () => {
     await direct[0].graders.create.function({ key: "moving", source: "async (t) => 1" });
     for (const c of direct) assert.equal((await c.graders.grade({ graderKey: "moving", thread: thread("x") })).score, 1); // warm everywhere
