@@ -54,3 +54,16 @@ test("the sandbox's Python library passes its unittest suite", { timeout: 120_00
   assert.equal(Number(ran[1]), EXPECTED, "every test method of the suite ran");
   assert.match(result.stderr, /^OK$/m);
 });
+
+// The Python client ships StringThread and gradebox.graders so that a grader runs in a user's script
+// as in the sandbox: its files are copies of the sandbox's, byte for byte (edit the sandbox's, then cp).
+test("the Python client's thread.py and graders.py are the sandbox's, byte for byte", () => {
+  for (const name of ["thread.py", "graders.py"]) {
+    const sandbox = readFileSync(join(lib, "gradebox", name));
+    const client = readFileSync(join(repoRoot, "clients/python/src/gradebox", name));
+    assert.ok(
+      sandbox.equals(client),
+      `clients/python/src/gradebox/${name} differs from sandbox/python/lib/gradebox/${name}: cp the sandbox's over it`,
+    );
+  }
+});

@@ -28,7 +28,7 @@ export async function findPython(): Promise<string> {
 export async function installPythonClient(work: string): Promise<string> {
   const python = await findPython();
   const pkg = join(work, "pkg");
-  for (const name of ["pyproject.toml", "README.md", "src"]) {
+  for (const name of ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "src"]) {
     cpSync(join(repoRoot, "clients/python", name), join(pkg, name), {
       recursive: true,
       filter: (src) => !/(__pycache__|\.egg-info|[\\/]build)$/.test(src),

@@ -7,12 +7,16 @@ client.graders.grade("exact-match", {"turns": [...], "metadata": {...}})
 client.secrets.set("openai-key", os.environ["OPENAI_API_KEY"])  # for a model's apiKeySecret
 
 reward_fn = gradebox.reward_function("exact-match")  # for TRL's GRPOTrainer(reward_funcs=...)
+
+``StringThread`` and ``gradebox.graders`` are the sandbox's own (the same files), so a grader
+runs here as it runs there: ``await grade(StringThread([("user", "2+2?"), ("assistant", "4")]))``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import graders
 from ._version import __version__
 from .client import Gradebox, Graders, Secrets
 from .errors import (
@@ -35,6 +39,7 @@ from .errors import (
 )
 from .reward import OnError, RewardFunction, build_threads
 from ._source import function_source, language_of_file
+from .thread import StringThread
 from .types import (
     GradeBatchResponse,
     GradeError,
@@ -85,12 +90,14 @@ __all__ = [
     "Role",
     "Secret",
     "Secrets",
+    "StringThread",
     "Thread",
     "Turn",
     "UnprocessableEntityError",
     "__version__",
     "build_threads",
     "function_source",
+    "graders",
     "language_of_file",
     "reward_function",
 ]

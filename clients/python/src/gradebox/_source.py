@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import GradeboxError
 
-__all__ = ["function_source", "language_of_file"]
+__all__ = ["SourceMap", "function_source", "language_of_file", "mapped_function_source"]
 
 _SUFFIXES = {".py": "python", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescript"}
 _SUFFIXES.update({".js": "typescript", ".mjs": "typescript", ".cjs": "typescript", ".jsx": "typescript"})
@@ -54,29 +54,30 @@ def _bound(alias: ast.alias, from_import: bool) -> str:
     return alias.asname or (alias.name if from_import else alias.name.split(".")[0])
 
 
-def _file_imports(fn: types.FunctionType, used: set[str]) -> tuple[list[str], set[str]]:
+def _file_imports(fn: types.FunctionType, used: set[str]) -> tuple[list[tuple[str, int]], set[str]]:
     """The top-level imports of the function's file (or cell) that bind a name in ``used`` (each
-    cut to those names), its ``__future__`` imports, and the names they bind."""
+    cut to those names, with the line of the file it came from), its ``__future__`` imports, and
+    the names they bind."""
     filename = fn.__code__.co_filename
     text = "".join(linecache.getlines(filename, fn.__globals__))
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return [], set()  # e.g. a cell with IPython magics: the names are found through the globals instead
-    lines: list[str] = []
+    lines: list[tuple[str, int]] = []
     bound: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
-            lines.append(ast.unparse(stmt))
+            lines.append((ast.unparse(stmt), stmt.lineno))
         elif isinstance(stmt, ast.Import):
             keep = [a for a in stmt.names if _bound(a, False) in used]
             if keep:
-                lines.append(ast.unparse(ast.Import(names=keep)))
+                lines.append((ast.unparse(ast.Import(names=keep)), stmt.lineno))
                 bound.update(_bound(a, False) for a in keep)
         elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0:  # a relative import means nothing in the sandbox
             keep = [a for a in stmt.names if a.name != "*" and _bound(a, True) in used]
             if keep:
-                lines.append(ast.unparse(ast.ImportFrom(module=stmt.module, names=keep, level=0)))
+                lines.append((ast.unparse(ast.ImportFrom(module=stmt.module, names=keep, level=0)), stmt.lineno))
                 bound.update(_bound(a, True) for a in keep)
     return lines, bound
 
@@ -104,9 +105,34 @@ def _global_imports(fn: types.FunctionType, names: set[str]) -> list[str]:
     return lines
 
 
+class SourceMap:
+    """Where each line of a source built by ``function_source`` came from in the function's file
+    (or cell): the server's ``line``/``column`` count the sent source, the user reads their file."""
+
+    def __init__(self, lines: list[int | None], def_line: int, name_end: int, column_shift: int) -> None:
+        self._lines = lines
+        self._def_line = def_line  # the sent source's def line (1-based), where the name was renamed
+        self._name_end = name_end  # columns past this one on the def line come after `grade`
+        self._column_shift = column_shift  # len(name) - len("grade")
+
+    def position(self, line: int | None, column: int | None) -> tuple[int | None, int | None]:
+        """The file's (line, column) for the sent source's; (None, None) for a line the file does
+        not have (an import made from another cell, the blank lines, the ``name = grade`` alias)."""
+        if line is None or not 1 <= line <= len(self._lines) or self._lines[line - 1] is None:
+            return None, None
+        if column is not None and line == self._def_line and column > self._name_end:
+            column += self._column_shift
+        return self._lines[line - 1], column
+
+
 def function_source(fn: Any) -> str:
     """The source of a top-level Python function as a grader: its imports, then the function
     renamed to ``grade``. GradeboxError when it cannot be read or is not top-level."""
+    return mapped_function_source(fn)[0]
+
+
+def mapped_function_source(fn: Any) -> tuple[str, SourceMap]:
+    """``function_source``, with where its lines are in the function's file."""
     if isinstance(fn, (staticmethod, classmethod)):
         fn = fn.__func__
     if not isinstance(fn, types.FunctionType):
@@ -129,12 +155,24 @@ def function_source(fn: Any) -> str:
         raise _refuse(fn, "its source as read is not its def")
     lines = text.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno]
     # the def line, from its first column: `async def name(` or `def name(`; decorators are above it
-    lines[0] = re.sub(rf"^(\s*(?:async\s+)?def\s+){re.escape(node.name)}\b", r"\1grade", lines[0], count=1)
+    renamed = re.match(rf"^(\s*(?:async\s+)?def\s+){re.escape(node.name)}\b", lines[0])
+    if renamed:
+        lines[0] = renamed.group(1) + "grade" + lines[0][renamed.end() :]
     body = "".join(lines).rstrip() + "\n"
     used = _names_used(node) - {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
-    imports, bound = _file_imports(fn, used)
-    imports += _global_imports(fn, used - bound - {node.name})
+    file_imports, bound = _file_imports(fn, used)
+    imports: list[tuple[str, int | None]] = [*file_imports]
+    imports += [(line, None) for line in _global_imports(fn, used - bound - {node.name})]
+    # inspect.getsource starts at co_firstlineno (the first decorator's line, else the def's)
+    first_body_line = fn.__code__.co_firstlineno + node.lineno - 1
+    body_lines = body.count("\n")
     # a grader that calls itself by its old name still finds it
     if node.name != "grade" and node.name in used:
         body += f"\n\n{node.name} = grade\n"
-    return ("\n".join(imports) + "\n\n\n" if imports else "") + body
+    head = "\n".join(line for line, _ in imports) + "\n\n\n" if imports else ""
+    where: list[int | None] = [line for _, line in imports] + ([None, None] if imports else [])
+    def_line = len(where) + 1
+    where += [first_body_line + i for i in range(body_lines)]
+    where += [None] * (body.count("\n") - body_lines)
+    name_end = len(renamed.group(1)) + len("grade") if renamed else 0
+    return head + body, SourceMap(where, def_line, name_end, len(node.name) - len("grade"))

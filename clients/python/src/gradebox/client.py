@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ._source import function_source, language_of_file
+from ._source import SourceMap, language_of_file, mapped_function_source
 from ._transport import ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
-from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, error_from_response
+from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, GraderValidationError, error_from_response
 from .types import LANGUAGES, GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Secret, Thread
 
 if TYPE_CHECKING:
@@ -294,24 +294,32 @@ class _Create:
         ``language`` ("python" or "typescript"): absent, ``fn`` is python, a ``.py`` file python
         and a ``.ts``/``.js`` one typescript; for ``source`` none is sent and the server takes
         typescript, so pass ``language="python"`` with Python source. The server runs the five
-        checks: GraderValidationError (``check``, ``line``, ``column``) when one fails,
+        checks: GraderValidationError (``check``, ``line``, ``column``: for ``fn``, in its file) when one fails,
         ConflictError (GRADER_EXISTS) when the key is taken. Not retried: a create is not safe
         to repeat."""
         if sum(x is not None for x in (fn, source, file)) != 1:
             raise GradeboxError("pass exactly one of fn, source or file (create_function: source or path)")
         if language is not None and language not in LANGUAGES:
             raise GradeboxError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+        source_map: SourceMap | None = None
         if fn is not None:
             if language not in (None, "python"):
                 raise GradeboxError(f"fn is a Python function, not {language} source: pass it as source= or file=")
-            source, language = function_source(fn), "python"
+            source, source_map = mapped_function_source(fn)
+            language = "python"
         elif file is not None:
             source = Path(file).read_text(encoding="utf-8")
             language = language or language_of_file(os.fspath(file))
         body: dict[str, Any] = {"key": key, "source": source, "description": description}
         if language is not None:
             body["language"] = language
-        return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path(), body=body, retry=False)[0])
+        try:
+            return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path(), body=body, retry=False)[0])
+        except GraderValidationError as error:
+            if source_map is not None:
+                # the server counts the sent source (imports, then the renamed def): point into the user's file
+                error._file_position = source_map.position(error.source_line, error.source_column)
+            raise
 
 
 class Graders:

@@ -103,14 +103,30 @@ def _int_or_none(value: object) -> int | None:
 
 
 class _Positioned(UnprocessableEntityError):
-    """A 422 whose body may say where in the grader's source (1-based) it happened."""
+    """A 422 whose body may say where in the grader's source (1-based) it happened.
+
+    ``line``/``column``: where in the grader's source, or, for a grader registered with
+    ``create.function(fn=…)``, where in the function's own file (None when the line is one the
+    client wrote: an import taken from another notebook cell). ``source_line``/``source_column``:
+    always the server's, in the source as sent."""
+
+    # set by create.function(fn=…): (line, column) in the function's file
+    _file_position: tuple[int | None, int | None] | None = None
 
     @property
     def line(self) -> int | None:
-        return _int_or_none(self.body.get("line"))
+        return self._file_position[0] if self._file_position is not None else self.source_line
 
     @property
     def column(self) -> int | None:
+        return self._file_position[1] if self._file_position is not None else self.source_column
+
+    @property
+    def source_line(self) -> int | None:
+        return _int_or_none(self.body.get("line"))
+
+    @property
+    def source_column(self) -> int | None:
         return _int_or_none(self.body.get("column"))
 
 

@@ -172,7 +172,12 @@ def _module_failure(src: _Source, node: ast.AST, name: str) -> Optional[Failure]
         why = "it is a private module of the interpreter"
     if why is None and top not in _STDLIB:
         hint = _THIRD_PARTY_HINTS.get(top)
-        why = f"it is not in the standard library{f' ({hint})' if hint else ''}"
+        # neither stdlib nor a package we know: most often the user's own module next to the grader
+        hint = hint or (
+            "if it is your own module, a Python grader is one file: put the code it uses into the grader "
+            "(only a TypeScript grader's local imports are bundled by the CLI)"
+        )
+        why = f"it is not in the standard library ({hint})"
     if why is None:
         return None
     return _failure("structure", f'import of "{name}" is not allowed: {why}. Graders can use {ALLOWED_TEXT}.', src.at(node))
