@@ -86,7 +86,7 @@ test("connect with an API key, list graders, open one with highlighted source", 
   assert.match((await page.textContent("#detail-meta")) ?? "", /Strict equality/);
   assert.ok((await page.locator("#source .hljs-keyword").count()) > 0, "the source is highlighted");
   assert.equal(await page.locator("#source .line").count(), 4);
-  assert.equal(await page.getAttribute("#source", "class"), "hljs language-python", "the block says it holds Python");
+  assert.equal(await page.getAttribute("#source", "class"), "hljs language-typescript", "the block says what it holds");
   await shot("console-grader");
 });
 
@@ -747,6 +747,7 @@ test("a Python grader: python in the list and the detail, its source highlighted
   const keywords = await page.locator("#source .hljs-keyword").allTextContents();
   assert.ok(keywords.includes("def") && keywords.includes("async"), `keywords: ${keywords}`);
   assert.equal(await page.locator("#source .line").count(), 4);
+  assert.equal(await page.getAttribute("#source", "class"), "hljs language-python", "the block says it holds Python");
 
   await page.click("#new-grader");
   await page.setInputFiles("#create-file", { name: "grade.py", mimeType: "text/plain", buffer: Buffer.from(PYTHON_EXACT) });
