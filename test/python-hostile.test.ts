@@ -5,12 +5,9 @@
 // language keeps answering correctly during and after.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync } from "node:fs";
-import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
+import { type HostWatch, watchHost } from "./support/host-watch.ts";
 
 /**
  * `check`: refused at registration by that check. `code`: the attacked item fails with one of
@@ -334,23 +331,13 @@ return 0`,
 };
 
 let s: TestServer;
-let marker: string;
-let listener: Server;
-let port = 0;
-let connections = 0;
+let host: HostWatch;
 const base = "/v1/projects/pyhostile/graders";
-const canary = `canary-${process.pid}`;
 
 before(async () => {
-  process.env.GRADEBOX_TEST_CANARY = canary;
+  // before the server starts: its workers inherit the environment the canary is in
+  host = await watchHost();
   s = await startServer({ env: { GRADEBOX_TIMEOUT_MS: "1000", GRADEBOX_MEMORY_MB: "128" } });
-  marker = join(mkdtempSync(join(tmpdir(), "gradebox-marker-")), "escaped");
-  listener = createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-  port = (listener.address() as { port: number }).port;
   const ts = await call(s.app, "POST", base, { key: "healthy-ts", source: "async (t) => (t.completion() === 'yes' ? 1 : 0)" });
   assert.equal(ts.status, 201, JSON.stringify(ts.body));
   const py = await call(s.app, "POST", base, {
@@ -361,7 +348,7 @@ before(async () => {
   assert.equal(py.status, 201, JSON.stringify(py.body));
 });
 after(async () => {
-  listener.close();
+  host.close();
   await s.close();
 });
 
@@ -394,7 +381,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
         } else {
           assert.equal(created.status, 201, JSON.stringify(created.body));
           const res = await call(s.app, "POST", `${base}/${key}/grade-batch`, {
-            threads: [thread("x", { attack: true, marker, port }), thread("x")],
+            threads: [thread("x", { attack: true, marker: host.marker, port: host.port }), thread("x")],
           });
           assert.equal(res.status, 200, JSON.stringify(res.body));
           const [attacked, plain] = res.body.results;
@@ -414,9 +401,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
         }
         await during;
         await healthy();
-        assert.equal(existsSync(marker), false, "no file was written on the host");
-        assert.equal(process.env.GRADEBOX_TEST_CANARY, canary, "the environment is untouched");
-        assert.equal(connections, 0, "nothing connected to the host network");
+        host.assertUntouched();
       });
     }
   });
@@ -449,6 +434,5 @@ describe("one grader cannot see another", () => {
 test("after the whole corpus: the server is up, nothing escaped", async () => {
   assert.equal((await s.app.inject({ method: "GET", url: "/healthz" })).statusCode, 200);
   await healthy();
-  assert.equal(existsSync(marker), false);
-  assert.equal(connections, 0);
+  host.assertUntouched();
 });
