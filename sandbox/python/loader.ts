@@ -178,10 +178,9 @@ export class PythonLoader implements ModuleLoader {
     return Math.min(bytes, this.template.maxWasmBytes);
   }
 
-  /** After a reply with an error: did an item leave the interpreter unfit (the shim says so), or run it out of memory? */
+  /** After a reply with an error: did an item leave the interpreter unfit (the shim says so: out of memory, the C stack, an escape)? */
   spent(reply: DecodedReply): boolean {
     if (!reply.outcomes.some((o) => "error" in o)) return false;
-    if (reply.outcomes.some((o) => "error" in o && o.error.code === "GRADER_MEMORY_LIMIT")) return true;
     try {
       return this.unfit?.applySync(undefined, [], { timeout: 1000 }) !== false;
     } catch {
