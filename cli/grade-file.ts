@@ -69,7 +69,8 @@ export async function gradeFile(send: SendChunk, opts: GradeFileOptions): Promis
       summary.min = summary.min === null ? result.score : Math.min(summary.min, result.score);
       summary.max = summary.max === null ? result.score : Math.max(summary.max, result.score);
     } else {
-      summary.errors[result.error.code] = (summary.errors[result.error.code] ?? 0) + 1;
+      const code = "error" in result ? result.error.code : result.abstained.code;
+      summary.errors[code] = (summary.errors[code] ?? 0) + 1;
     }
     if (opts.write) return opts.write(line, result);
     const text = `${JSON.stringify({ line, ...result })}\n`;

@@ -152,7 +152,7 @@ async function testOne(g: FileGrader, language: Language | undefined, opts: ApiO
     if (opts.json) return void console.log(JSON.stringify({ ...(g.exportName ? { key: g.key } : {}), line, ...r }));
     const at = "error" in r && "line" in r.error && r.error.line !== undefined ? ` (line ${r.error.line}, column ${r.error.column})` : "";
     console.log(
-      `  line ${line}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : `${r.error.code}: ${r.error.message}${at}`}`,
+      `  line ${line}: ${"score" in r ? `${r.score}${r.reason ? `  (${r.reason})` : ""}` : "abstained" in r ? `abstained ${r.abstained.code}: ${r.abstained.reason}` : `${r.error.code}: ${r.error.message}${at}`}`,
     );
     if ("error" in r && "line" in r.error && r.error.line !== undefined) console.log(caret(source, r.error.line, r.error.column, "      "));
   };

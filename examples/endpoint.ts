@@ -34,7 +34,7 @@ const { results } = await client.graders.gradeBatch({
   graderKey: "exact-endpoint",
   threads: [thread("4", "4"), thread("5", "4"), thread("4")],
 });
-console.log(`batch ${JSON.stringify(results.map((r) => ("score" in r ? r.score : r.error.code)))}`);
+console.log(`batch ${JSON.stringify(results.map((r) => ("score" in r ? r.score : "error" in r ? r.error.code : r.abstained.code)))}`);
 
 // the other direction: any grader of Gradebox speaks the protocol at …/graders/{key}/reward
 const reward = `${baseURL}/v1/projects/default/graders/exact-endpoint/reward`;

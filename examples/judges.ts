@@ -76,5 +76,7 @@ const batch = await client.graders.gradeBatch({
   graderKey: "capital-quality",
   threads: [thread("Paris."), thread("Lyon."), thread("The capital of France is Paris, of course.")],
 });
-console.log(`combined ${JSON.stringify(batch.results.map((r) => ("score" in r ? r.score : r.error.code)))}`);
+console.log(
+  `combined ${JSON.stringify(batch.results.map((r) => ("score" in r ? r.score : "error" in r ? r.error.code : r.abstained.code)))}`,
+);
 toy?.close();

@@ -467,7 +467,12 @@ export class Graders {
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length - 1)) }, lane));
-    return { results: answers.flatMap((a) => a.results), durationMs: Date.now() - started, version: first.version };
+    return {
+      results: answers.flatMap((a) => a.results),
+      durationMs: Date.now() - started,
+      version: first.version,
+      provenance: first.provenance,
+    };
   }
 
   /**

@@ -8,6 +8,25 @@ export type Check = (typeof CHECKS)[number];
 export const LANGUAGES = ["typescript", "python"] as const;
 export type Language = (typeof LANGUAGES)[number];
 
+/**
+ * Why a thread has no score and no error: the grader abstained (it returned null / None or threw
+ * Abstain), or the service abstained for it where no score is honest (the batch's deadline came,
+ * its judge model or endpoint was unavailable and the request asked for abstentions, every part
+ * of a combined grader abstained).
+ */
+export const ABSTAIN_CODES = [
+  "GRADER_ABSTAINED",
+  "DEADLINE_EXCEEDED",
+  "JUDGE_UNAVAILABLE",
+  "ENDPOINT_UNAVAILABLE",
+  "ALL_PARTS_ABSTAINED",
+] as const;
+export type AbstainCode = (typeof ABSTAIN_CODES)[number];
+
+/** What a result is: a score, an error, or an abstention (every result's `outcome`). */
+export const OUTCOMES = ["scored", "error", "abstained"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
 export class GradeboxError extends Error {
   override name = "GradeboxError";
 }

@@ -79,12 +79,16 @@ export type GraderVersionWithSource = Wire.GraderVersionDetail;
 export type GraderPage = Wire.GraderPage;
 
 /** A score, and what the grader said about it (a grader may return a number or this object). */
-export interface GradeScore extends Omit<Wire.GradeScore, "subscores"> {
+export interface GradeScore extends Omit<Wire.ScoredResult, "subscores" | "outcome"> {
   subscores?: SubScore[];
 }
-/** An error's line and column (1-based, in the grader's source as submitted) say where a GRADER_ERROR was thrown, when known. */
-export type GradeResult = GradeScore | { error: Wire.GradeError };
-export interface GradeResponse extends GradeScore, Omit<Wire.GradeResponse, keyof Wire.GradeScore> {}
+/**
+ * One thread's result, as `outcome` says: a score, an error (its line and column, 1-based in the
+ * grader's source as submitted, say where a GRADER_ERROR was thrown, when known) or an abstention.
+ */
+export type GradeResult = (GradeScore & { outcome: "scored" }) | Wire.ErrorResult | Wire.AbstainedResult;
+/** A thread's score, the version that graded and its provenance (an error or an abstention is thrown). */
+export interface GradeResponse extends GradeScore, Omit<Wire.GradeResponse, keyof GradeScore> {}
 export interface GradeBatchResponse extends Omit<Wire.GradeBatchResponse, "results"> {
   results: GradeResult[];
 }

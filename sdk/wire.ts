@@ -232,7 +232,7 @@ export interface paths {
         put?: never;
         /**
          * Grade a thread
-         * @description Grades one thread with the grader (its current version, or `version`). The grader's failure is the response's: 422 (GRADER_ERROR with `line` and `column`, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release).
+         * @description Grades one thread with the grader (its current version, or `version`). The grader's failure is the response's: 422 (GRADER_ERROR with `line` and `column`, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release). An abstention (the grader returned null / None or threw Abstain) is 422 ABSTAINED with `abstained: {code, reason}`: never a score.
          */
         post: operations["graders.grade"];
         delete?: never;
@@ -645,6 +645,25 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description a thread the grader (or the service, for it) abstained on */
+        AbstainedResult: {
+            /**
+             * @description no score is honest for the thread
+             * @constant
+             */
+            outcome: "abstained";
+            abstained: components["schemas"]["Abstention"];
+        };
+        /** @description why a thread has neither a score nor an error: no score is honest for it */
+        Abstention: {
+            /**
+             * @description GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained
+             * @enum {string}
+             */
+            code: "GRADER_ABSTAINED" | "DEADLINE_EXCEEDED" | "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE" | "ALL_PARTS_ABSTAINED";
+            /** @description why, in words */
+            reason: string;
+        };
         /** @description an API key as listed: never the key itself */
         ApiKey: {
             /** @description the key's id (key_…): what revoking names */
@@ -665,6 +684,37 @@ export interface components {
         ApiKeyList: {
             /** @description the project's keys, live and revoked, oldest first */
             data: components["schemas"]["ApiKey"][];
+        };
+        /** @description the distribution of a batch's scores */
+        BatchSummary: {
+            /** @description results in the batch */
+            count: number;
+            /** @description results by outcome */
+            outcomes: {
+                scored: number;
+                error: number;
+                abstained: number;
+            };
+            /** @description of the scores (null without any) */
+            mean: number | null;
+            /** @description standard deviation of the scores (population) */
+            std: number | null;
+            /** @description standard error of the mean (sample standard deviation / √n) */
+            sem: number | null;
+            min: number | null;
+            max: number | null;
+            /** @description of the scores, by linear interpolation */
+            quantiles: {
+                p5: number;
+                p25: number;
+                p50: number;
+                p75: number;
+                p95: number;
+            } | null;
+            /** @description of the scores (null without any) */
+            histogram: components["schemas"]["Histogram"] | null;
+            /** @description when the batch was grouped */
+            groups?: components["schemas"]["GroupSummary"];
         };
         /** @description a binary judge: PASS (1) or FAIL (0) against its criteria */
         BinaryJudge: {
@@ -787,6 +837,15 @@ export interface components {
             /** @description what GET {url}/metadata_schema answered at registration, when it had one */
             metadataSchema?: unknown;
         };
+        /** @description a thread that could not be graded */
+        ErrorResult: {
+            /**
+             * @description the thread could not be graded
+             * @constant
+             */
+            outcome: "error";
+            error: components["schemas"]["GradeError"];
+        };
         /** @description the batch's results */
         GradeBatchResponse: {
             /** @description one per thread, in order */
@@ -795,6 +854,16 @@ export interface components {
             durationMs: number;
             /** @description the version that graded */
             version: number;
+            /** @description which grader, version and source digest produced every result of the batch */
+            provenance: components["schemas"]["Provenance"];
+            /** @description the named parts of the scores, as channels aligned with results: components[name][i] is thread i's part `name` (a combined grader's parts, a judge's criteria, a function grader's named subscores), null where thread i has no such part (an error, an abstention, or a result without it); absent when no result has named parts */
+            components?: {
+                [key: string]: (number | null)[];
+            };
+            /** @description with `summary` in the request */
+            summary?: components["schemas"]["BatchSummary"];
+            /** @description with deadlineMs: how many threads the deadline left unfinished (abstained with DEADLINE_EXCEEDED) */
+            deadlineExceeded?: number;
         };
         /** @description why one thread could not be graded */
         GradeError: {
@@ -822,28 +891,19 @@ export interface components {
             };
             /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
             subscores?: unknown[];
+            /**
+             * @description always scored: an error or an abstention is the response's status
+             * @constant
+             */
+            outcome: "scored";
             /** @description time spent grading, in milliseconds */
             durationMs: number;
             /** @description the version that graded */
             version: number;
+            provenance: components["schemas"]["Provenance"];
         };
-        /** @description one thread's score, or its error */
-        GradeResult: components["schemas"]["GradeScore"] | {
-            error: components["schemas"]["GradeError"];
-        };
-        /** @description a thread's score */
-        GradeScore: {
-            /** @description the grader's score: a finite number */
-            score: number;
-            /** @description the grader's explanation, when it gave one */
-            reason?: string;
-            /** @description what the grader returned besides the score (a judge adds its model and token usage) */
-            metadata?: {
-                [key: string]: unknown;
-            };
-            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
-            subscores?: unknown[];
-        };
+        /** @description one thread's result: a score, an error or an abstention, as `outcome` says */
+        GradeResult: components["schemas"]["ScoredResult"] | components["schemas"]["ErrorResult"] | components["schemas"]["AbstainedResult"];
         /** @description a grader, without its source or definition */
         Grader: {
             /** @description the grader's project */
@@ -964,6 +1024,28 @@ export interface components {
             /** @description the versions, oldest first */
             data: components["schemas"]["GraderVersion"][];
         };
+        /** @description statistics over the batch's groups */
+        GroupSummary: {
+            /** @description groups in the batch */
+            groups: number;
+            /** @description the largest group's size */
+            k: number;
+            /** @description the mean over groups of each group's best score */
+            meanOfBest: number | null;
+            /** @description the mean over groups of each group's mean score */
+            meanOfMeans: number | null;
+            /** @description with `threshold`: the share of groups where at least one score reaches it */
+            passAtK?: number | null;
+            /** @description with `threshold` and `answerKey`: the share of groups whose most common answer (metadata[answerKey] of the results) has a score reaching the threshold */
+            majorityAtK?: number | null;
+        };
+        /** @description a fixed-bin histogram of the scores */
+        Histogram: {
+            /** @description bin edges, ascending: bins + 1 of them; the last bin includes its upper edge */
+            edges: number[];
+            /** @description scores per bin */
+            counts: number[];
+        };
         /** @description the judge's first request to its model */
         JudgePrompt: {
             /** @description the chat messages, in order */
@@ -1052,6 +1134,28 @@ export interface components {
             /** @description the models, by key */
             data: components["schemas"]["Model"][];
         };
+        /** @description which grader, at which version and source digest, graded a part */
+        PartProvenance: {
+            /** @description the grader's key */
+            grader: string;
+            /**
+             * @description the grader's kind
+             * @enum {string}
+             */
+            kind: "function" | "combined" | "judge" | "endpoint";
+            /** @description the version that graded */
+            version: number;
+            /** @description SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds) */
+            sourceSha256: string;
+            /** @description function graders: the version's language */
+            language?: components["schemas"]["Language"];
+            /** @description judges: the model key */
+            model?: string;
+            /** @description judges: SHA-256 (hex) of the prompt template */
+            templateSha256?: string;
+            /** @description endpoints: the version the endpoint's /info reported, when it did */
+            endpointVersion?: string;
+        };
         /** @description a pre-built judge: one metric */
         PrebuiltJudge: {
             /** @constant */
@@ -1071,6 +1175,30 @@ export interface components {
          * @enum {string}
          */
         PrebuiltMetricInput: "FAITHFULNESS" | "CONTEXT_RELEVANCY" | "ANSWER_RELEVANCY";
+        /** @description which grader, at which version and source digest, produced these results */
+        Provenance: {
+            /** @description the grader's key */
+            grader: string;
+            /**
+             * @description the grader's kind
+             * @enum {string}
+             */
+            kind: "function" | "combined" | "judge" | "endpoint";
+            /** @description the version that graded */
+            version: number;
+            /** @description SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds) */
+            sourceSha256: string;
+            /** @description function graders: the version's language */
+            language?: components["schemas"]["Language"];
+            /** @description judges: the model key */
+            model?: string;
+            /** @description judges: SHA-256 (hex) of the prompt template */
+            templateSha256?: string;
+            /** @description endpoints: the version the endpoint's /info reported, when it did */
+            endpointVersion?: string;
+            /** @description combined graders: each part's provenance, in order */
+            parts?: components["schemas"]["PartProvenance"][];
+        };
         /** @description the batch's rewards */
         RewardBatchResponse: {
             /** @description one per request, in order */
@@ -1172,6 +1300,24 @@ export interface components {
             /** @description the score the sample must get (within 1e-9); absent: any score */
             expected?: number;
         };
+        /** @description a thread's score */
+        ScoredResult: {
+            /** @description the grader's score: a finite number */
+            score: number;
+            /** @description the grader's explanation, when it gave one */
+            reason?: string;
+            /** @description what the grader returned besides the score (a judge adds its model and token usage) */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description the parts of the score: a combined or judge grader's are {name, score, value, weight, metadata?, children?} (value is score's old name, kept as an alias); a function grader's are passed through as it returned them */
+            subscores?: unknown[];
+            /**
+             * @description the thread has a score
+             * @constant
+             */
+            outcome: "scored";
+        };
         /** @description a project secret (its value is never shown) */
         Secret: {
             /** @description a project secret's name */
@@ -1211,9 +1357,18 @@ export interface components {
             changed: {
                 /** @description the sample */
                 index: number;
-                /** @description its score under the current version, or its error code */
+                /** @description its score under the current version, its error code, or "abstained" */
                 before: number | string;
-                /** @description its score under the new source, or its error code */
+                /** @description its score under the new source, its error code, or "abstained" */
+                after: number | string;
+            }[];
+            /** @description every sample, changed or not, before and after (the console charts it) */
+            scores: {
+                /** @description the sample */
+                index: number;
+                /** @description its score under the current version, its error code, or "abstained" */
+                before: number | string;
+                /** @description its score under the new source, its error code, or "abstained" */
                 after: number | string;
             }[];
         };
@@ -1283,8 +1438,11 @@ export interface components {
     headers: never;
     pathItems: never;
 }
+export type AbstainedResult = components['schemas']['AbstainedResult'];
+export type Abstention = components['schemas']['Abstention'];
 export type ApiKey = components['schemas']['ApiKey'];
 export type ApiKeyList = components['schemas']['ApiKeyList'];
+export type BatchSummary = components['schemas']['BatchSummary'];
 export type BinaryJudge = components['schemas']['BinaryJudge'];
 export type CannotAssessStrategy = components['schemas']['CannotAssessStrategy'];
 export type CannotAssessStrategyInput = components['schemas']['CannotAssessStrategyInput'];
@@ -1295,17 +1453,19 @@ export type CreateApiKeyInput = components['schemas']['CreateApiKeyInput'];
 export type CreatedApiKey = components['schemas']['CreatedApiKey'];
 export type EndpointInfo = components['schemas']['EndpointInfo'];
 export type EndpointSpec = components['schemas']['EndpointSpec'];
+export type ErrorResult = components['schemas']['ErrorResult'];
 export type GradeBatchResponse = components['schemas']['GradeBatchResponse'];
 export type GradeError = components['schemas']['GradeError'];
 export type GradeResponse = components['schemas']['GradeResponse'];
 export type GradeResult = components['schemas']['GradeResult'];
-export type GradeScore = components['schemas']['GradeScore'];
 export type Grader = components['schemas']['Grader'];
 export type GraderDetail = components['schemas']['GraderDetail'];
 export type GraderPage = components['schemas']['GraderPage'];
 export type GraderVersion = components['schemas']['GraderVersion'];
 export type GraderVersionDetail = components['schemas']['GraderVersionDetail'];
 export type GraderVersionList = components['schemas']['GraderVersionList'];
+export type GroupSummary = components['schemas']['GroupSummary'];
+export type Histogram = components['schemas']['Histogram'];
 export type JudgePrompt = components['schemas']['JudgePrompt'];
 export type JudgeSpec = components['schemas']['JudgeSpec'];
 export type KeyRole = components['schemas']['KeyRole'];
@@ -1316,9 +1476,11 @@ export type Limits = components['schemas']['Limits'];
 export type Me = components['schemas']['Me'];
 export type Model = components['schemas']['Model'];
 export type ModelList = components['schemas']['ModelList'];
+export type PartProvenance = components['schemas']['PartProvenance'];
 export type PrebuiltJudge = components['schemas']['PrebuiltJudge'];
 export type PrebuiltMetric = components['schemas']['PrebuiltMetric'];
 export type PrebuiltMetricInput = components['schemas']['PrebuiltMetricInput'];
+export type Provenance = components['schemas']['Provenance'];
 export type RewardBatchResponse = components['schemas']['RewardBatchResponse'];
 export type RewardInfo = components['schemas']['RewardInfo'];
 export type RewardRequestInput = components['schemas']['RewardRequestInput'];
@@ -1328,6 +1490,7 @@ export type RubricJudge = components['schemas']['RubricJudge'];
 export type RubricOption = components['schemas']['RubricOption'];
 export type RubricOptionInput = components['schemas']['RubricOptionInput'];
 export type SampleInput = components['schemas']['SampleInput'];
+export type ScoredResult = components['schemas']['ScoredResult'];
 export type Secret = components['schemas']['Secret'];
 export type SecretList = components['schemas']['SecretList'];
 export type ThreadInput = components['schemas']['ThreadInput'];
@@ -1754,6 +1917,11 @@ export interface operations {
                     thread: components["schemas"]["ThreadInput"];
                     /** @description grade with this version (function graders); absent: the current one */
                     version?: number;
+                    /**
+                     * @description judge and endpoint graders (and parts): when the model or endpoint does not answer, the thread's result is an error (502 on /grade; "error", the default) or an abstention ("abstain")
+                     * @enum {string}
+                     */
+                    onUnavailable?: "error" | "abstain";
                 };
             };
         };
@@ -1789,6 +1957,26 @@ export interface operations {
                     threads: components["schemas"]["ThreadInput"][];
                     /** @description grade with this version (function graders); absent: the current one */
                     version?: number;
+                    /**
+                     * @description judge and endpoint graders (and parts): when the model or endpoint does not answer, the thread's result is an error (502 on /grade; "error", the default) or an abstention ("abstain")
+                     * @enum {string}
+                     */
+                    onUnavailable?: "error" | "abstain";
+                    /** @description answer within this many milliseconds of the request's arrival: every result finished by then, and every other thread abstained with DEADLINE_EXCEEDED; the unfinished work is cancelled */
+                    deadlineMs?: number;
+                    /** @description group the threads by this metadata field (e.g. prompt_id): a group grader's gradeGroup receives each group; threads without the field are groups of one */
+                    groupBy?: string;
+                    /** @description group the threads explicitly: one group index per thread (threads with the same index form a group) */
+                    groups?: number[];
+                    /** @description add the batch's summary (counts by outcome, mean, spread, quantiles, a histogram; group statistics when grouped) */
+                    summary?: boolean | {
+                        /** @description histogram bins (default 10) */
+                        bins?: number;
+                        /** @description a score at or above it passes: pass@k over the groups */
+                        threshold?: number;
+                        /** @description with threshold: the results' metadata field holding the answer, for majority@k over the groups */
+                        answerKey?: string;
+                    };
                 };
             };
         };

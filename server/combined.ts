@@ -1,6 +1,7 @@
 // Grading with a combined grader: every part grades the whole batch (in parallel: function
 // parts in the sandbox pool, judge parts against their models), then each item's part scores
-// are combined with gradebox/graders' rules.
+// are combined with gradebox/graders' rules. A part that abstains is left out and the others'
+// weights renormalised (Adaptive's CombinedGrader); when every part abstains, so does the item.
 
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import { combine, combineAll, combineAny, type SubScoreInput } from "../sdk/graders.ts";
@@ -21,8 +22,14 @@ export async function gradeCombined(
   const perPart = await Promise.all(parts.map((p) => gradePart(p, threads)));
   return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
     const subscores: SubScoreInput[] = [];
+    const abstained: Array<{ name: string; code: string; reason: string }> = [];
     for (const [k, part] of parts.entries()) {
       const outcome = perPart[k][i];
+      if ("abstained" in outcome) {
+        // Adaptive's CombinedGrader rule: a part that abstains is left out, the others' weights renormalised
+        abstained.push({ name: part.name, ...outcome.abstained });
+        continue;
+      }
       if ("error" in outcome) {
         return {
           error: {
@@ -36,12 +43,23 @@ export async function gradeCombined(
       }
       subscores.push(subscore(part, outcome));
     }
+    const positive = subscores.some((s) => (s.weight ?? 1) > 0);
+    if (abstained.length > 0 && (subscores.length === 0 || (mode === "weighted" && !positive))) {
+      const names = abstained.map((a) => `"${a.name}" (${a.code})`).join(", ");
+      return {
+        abstained: {
+          code: "ALL_PARTS_ABSTAINED",
+          reason: `every part ${subscores.length === 0 ? "" : "with a positive weight "}abstained: ${names}`.slice(0, 2000),
+        },
+      };
+    }
+    const skipped = abstained.length > 0 ? { metadata: { abstained } } : {};
     // a part's score is any finite number (a grader's contract), not HUD's [0, 1]: unbounded
     if (mode === "weighted") {
       const { score, subscores: weighted } = combine(subscores, { bounded: false });
-      return { score, subscores: weighted };
+      return { score, subscores: weighted, ...skipped };
     }
     const collapsed = (mode === "any" ? combineAny : combineAll)(subscores, { bounded: false });
-    return { score: collapsed.score, subscores: collapsed.children };
+    return { score: collapsed.score, subscores: collapsed.children, ...skipped };
   });
 }

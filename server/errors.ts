@@ -21,6 +21,8 @@ export const ERRORS = {
   SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },
   BODY_TOO_LARGE: { status: 413, title: "Request body too large" },
   BATCH_TOO_LARGE: { status: 413, title: "Batch too large" },
+  GROUP_REQUIRED: { status: 400, title: "The grader grades groups of threads" },
+  ABSTAINED: { status: 422, title: "The grader abstained: no score is honest for this thread" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "Unsupported media type" },
   VALIDATION_FAILED: { status: 422, title: "Grader validation failed" },
   GRADER_ERROR: { status: 422, title: "The grader threw an error" },

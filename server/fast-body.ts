@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { $ZodType } from "zod/v4/core";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
-import { MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
+import { MAX_DEADLINE_MS, MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
 
 const ROLE_SET: ReadonlySet<unknown> = new Set(ROLES);
 
@@ -85,11 +85,58 @@ export function gradeBodies(config: Pick<Config, "maxTurns" | "maxContent">) {
   const Thread = threadSchema(config);
   const thread = plainThread(config);
   const version = VersionNumber.optional().describe("grade with this version (function graders); absent: the current one");
-  const GradeBody = z.object({ thread: Thread, version }).describe("the thread to grade");
+  const onUnavailable = z
+    .enum(["error", "abstain"])
+    .optional()
+    .describe(
+      'judge and endpoint graders (and parts): when the model or endpoint does not answer, the thread\'s result is an error (502 on /grade; "error", the default) or an abstention ("abstain")',
+    );
+  const GradeBody = z.object({ thread: Thread, version, onUnavailable }).describe("the thread to grade");
   const GradeBatchBody = z
     .object({
       threads: z.array(Thread).min(1, "threads must hold at least one thread").describe("the threads to grade, in order"),
       version,
+      onUnavailable,
+      deadlineMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_DEADLINE_MS)
+        .optional()
+        .describe(
+          "answer within this many milliseconds of the request's arrival: every result finished by then, and every other thread " +
+            "abstained with DEADLINE_EXCEEDED; the unfinished work is cancelled",
+        ),
+      groupBy: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .describe(
+          "group the threads by this metadata field (e.g. prompt_id): a group grader's gradeGroup receives each group; threads without the field are groups of one",
+        ),
+      groups: z
+        .array(z.number().int().min(0))
+        .optional()
+        .describe("group the threads explicitly: one group index per thread (threads with the same index form a group)"),
+      summary: z
+        .union([
+          z.boolean(),
+          z
+            .object({
+              bins: z.number().int().min(1).max(100).optional().describe("histogram bins (default 10)"),
+              threshold: z.number().finite().optional().describe("a score at or above it passes: pass@k over the groups"),
+              answerKey: z
+                .string()
+                .min(1)
+                .max(200)
+                .optional()
+                .describe("with threshold: the results' metadata field holding the answer, for majority@k over the groups"),
+            })
+            .strict(),
+        ])
+        .optional()
+        .describe("add the batch's summary (counts by outcome, mean, spread, quantiles, a histogram; group statistics when grouped)"),
     })
     .describe("the threads to grade");
   fastBodies.set(Thread, thread);

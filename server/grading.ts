@@ -12,6 +12,7 @@ import { AppError } from "./errors.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
+import { type Provenance, provenanceOf } from "./results.ts";
 import { type GraderRow, type ResolvedPart, sandboxId } from "./store/graders.ts";
 import type { Store } from "./store.ts";
 
@@ -65,11 +66,12 @@ export class Grading {
     key: string,
     threads: readonly WireThread[],
     { version, route }: { version?: number; route: "grade" | "grade-batch" },
-  ): Promise<{ outcomes: GradeOutcome[]; version: number }> {
+  ): Promise<{ outcomes: GradeOutcome[]; version: number; provenance: Provenance }> {
     const started = performance.now();
     // the hot path: a warm grader is read from this node's cache, not the database
     const row = await this.store.cache.grader(project, key);
     let code: GraderCode = { id: sandboxId(row.id, row.version), project, language: row.language, compiled: row.compiled };
+    let provenance = provenanceOf(row, row);
     if (version !== undefined && version !== row.version) {
       if (row.kind !== "function") {
         throw new AppError("INVALID_REQUEST", `grader "${key}" is a ${row.kind} grader; only function graders have versions to pin`);
@@ -77,6 +79,7 @@ export class Grading {
       // a pinned version runs in its own language, which may not be the current version's
       const pinned = await this.store.cache.version(row, version);
       code = { id: sandboxId(row.id, version), project, language: pinned.language, compiled: pinned.compiled };
+      provenance = provenanceOf(row, { version, sourceSha256: pinned.sourceSha256, language: pinned.language });
     }
     let outcomes: GradeOutcome[];
     try {
@@ -86,7 +89,7 @@ export class Grading {
       await this.faultsStored(row);
     }
     this.metrics.observe(project, key, route, (performance.now() - started) / 1000, outcomes);
-    return { outcomes, version: version ?? row.version };
+    return { outcomes, version: version ?? row.version, provenance };
   }
 
   private endpointTarget(g: { id: string; project: string; key: string; endpoint?: EndpointSpec }) {

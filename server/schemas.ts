@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { CHECKS, GRADE_ERROR_CODES, LANGUAGES } from "../sandbox/validate/checks.ts";
+import { ABSTAIN_CODES } from "../sdk/errors.ts";
 import { ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
@@ -196,10 +197,102 @@ export const GradeScore = z
   })
   .describe("a thread's score")
   .meta({ id: "GradeScore" });
+export const Abstention = z
+  .object({
+    code: z
+      .enum(ABSTAIN_CODES)
+      .describe(
+        "GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the " +
+          "batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the " +
+          'request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained',
+      ),
+    reason: z.string().describe("why, in words"),
+  })
+  .describe("why a thread has neither a score nor an error: no score is honest for it")
+  .meta({ id: "Abstention" });
 export const GradeResult = z
-  .union([GradeScore, z.object({ error: GradeError }).describe("a thread that could not be graded")])
-  .describe("one thread's score, or its error")
+  .discriminatedUnion("outcome", [
+    GradeScore.extend({ outcome: z.literal("scored").describe("the thread has a score") })
+      .describe("a thread's score")
+      .meta({ id: "ScoredResult" }),
+    z
+      .object({ outcome: z.literal("error").describe("the thread could not be graded"), error: GradeError })
+      .describe("a thread that could not be graded")
+      .meta({ id: "ErrorResult" }),
+    z
+      .object({ outcome: z.literal("abstained").describe("no score is honest for the thread"), abstained: Abstention })
+      .describe("a thread the grader (or the service, for it) abstained on")
+      .meta({ id: "AbstainedResult" }),
+  ])
+  .describe("one thread's result: a score, an error or an abstention, as `outcome` says")
   .meta({ id: "GradeResult" });
+
+const ProvenanceFields = {
+  grader: z.string().describe("the grader's key"),
+  kind: z.enum(["function", "combined", "judge", "endpoint"]).describe("the grader's kind"),
+  version: z.number().describe("the version that graded"),
+  sourceSha256: z
+    .string()
+    .describe("SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds)"),
+  language: Language.optional().describe("function graders: the version's language"),
+  model: z.string().optional().describe("judges: the model key"),
+  templateSha256: z.string().optional().describe("judges: SHA-256 (hex) of the prompt template"),
+  endpointVersion: z.string().optional().describe("endpoints: the version the endpoint's /info reported, when it did"),
+};
+export const PartProvenance = z
+  .object(ProvenanceFields)
+  .describe("which grader, at which version and source digest, graded a part")
+  .meta({ id: "PartProvenance" });
+export const Provenance = z
+  .object({
+    ...ProvenanceFields,
+    parts: z.array(PartProvenance).optional().describe("combined graders: each part's provenance, in order"),
+  })
+  .describe("which grader, at which version and source digest, produced these results")
+  .meta({ id: "Provenance" });
+
+export const Histogram = z
+  .object({
+    edges: z.array(z.number()).describe("bin edges, ascending: bins + 1 of them; the last bin includes its upper edge"),
+    counts: z.array(z.number()).describe("scores per bin"),
+  })
+  .describe("a fixed-bin histogram of the scores")
+  .meta({ id: "Histogram" });
+export const GroupSummary = z
+  .object({
+    groups: z.number().describe("groups in the batch"),
+    k: z.number().describe("the largest group's size"),
+    meanOfBest: z.number().nullable().describe("the mean over groups of each group's best score"),
+    meanOfMeans: z.number().nullable().describe("the mean over groups of each group's mean score"),
+    passAtK: z.number().nullable().optional().describe("with `threshold`: the share of groups where at least one score reaches it"),
+    majorityAtK: z
+      .number()
+      .nullable()
+      .optional()
+      .describe(
+        "with `threshold` and `answerKey`: the share of groups whose most common answer (metadata[answerKey] of the results) has a score reaching the threshold",
+      ),
+  })
+  .describe("statistics over the batch's groups")
+  .meta({ id: "GroupSummary" });
+export const BatchSummary = z
+  .object({
+    count: z.number().describe("results in the batch"),
+    outcomes: z.object({ scored: z.number(), error: z.number(), abstained: z.number() }).describe("results by outcome"),
+    mean: z.number().nullable().describe("of the scores (null without any)"),
+    std: z.number().nullable().describe("standard deviation of the scores (population)"),
+    sem: z.number().nullable().describe("standard error of the mean (sample standard deviation / √n)"),
+    min: z.number().nullable(),
+    max: z.number().nullable(),
+    quantiles: z
+      .object({ p5: z.number(), p25: z.number(), p50: z.number(), p75: z.number(), p95: z.number() })
+      .nullable()
+      .describe("of the scores, by linear interpolation"),
+    histogram: Histogram.nullable().describe("of the scores (null without any)"),
+    groups: GroupSummary.optional().describe("when the batch was grouped"),
+  })
+  .describe("the distribution of a batch's scores")
+  .meta({ id: "BatchSummary" });
 
 // ---- errors: every error is an application/problem+json document (RFC 9457) ----
 
@@ -227,12 +320,13 @@ const PROBLEM_EXTRAS = {
     schema: z.number().describe("the column (1-based) on that line"),
   },
   index: {
-    codes: ["VALIDATION_FAILED", ...GRADE_ERROR_CODES],
+    codes: ["VALIDATION_FAILED", "ABSTAINED", ...GRADE_ERROR_CODES],
     schema: z.number().describe("the sample (test_run check) or the request of a reward batch that failed (0-based)"),
   },
+  abstained: { codes: ["ABSTAINED"], schema: Abstention.describe("ABSTAINED: why the grader (or the service) abstained") },
   expected: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample expects") },
   actual: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample got") },
-  version: { codes: GRADE_ERROR_CODES, schema: z.number().describe("the version of the grader that failed") },
+  version: { codes: [...GRADE_ERROR_CODES, "ABSTAINED"], schema: z.number().describe("the version of the grader that failed") },
   limit: {
     codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE", "TOO_MANY_BODIES", "BODY_CAPACITY"],
     schema: z.number().describe("the limit exceeded (bytes or threads)"),
@@ -332,6 +426,8 @@ export const json = <T extends z.ZodType>(description: string, schema: T) => ({ 
 
 /** Sample threads a grader may carry (a function grader's are graded at every update, twice). */
 export const MAX_SAMPLES = 100;
+/** the longest deadline a batch may ask for (ms) */
+export const MAX_DEADLINE_MS = 600_000;
 
 /** One stored version of a function grader (its source only in GraderVersionDetail). */
 export const GraderVersion = z
@@ -357,11 +453,20 @@ export const UpdateReport = z
       .array(
         z.object({
           index: z.number().describe("the sample"),
-          before: z.union([z.number(), z.string()]).describe("its score under the current version, or its error code"),
-          after: z.union([z.number(), z.string()]).describe("its score under the new source, or its error code"),
+          before: z.union([z.number(), z.string()]).describe('its score under the current version, its error code, or "abstained"'),
+          after: z.union([z.number(), z.string()]).describe('its score under the new source, its error code, or "abstained"'),
         }),
       )
       .describe("each sample whose score changed"),
+    scores: z
+      .array(
+        z.object({
+          index: z.number().describe("the sample"),
+          before: z.union([z.number(), z.string()]).describe('its score under the current version, its error code, or "abstained"'),
+          after: z.union([z.number(), z.string()]).describe('its score under the new source, its error code, or "abstained"'),
+        }),
+      )
+      .describe("every sample, changed or not, before and after (the console charts it)"),
   })
   .describe("how the grader's samples score before and after the update")
   .meta({ id: "UpdateReport" });

@@ -123,11 +123,11 @@ describe("combined graders", () => {
     const any = await client.graders.gradeBatch({ graderKey: "either", threads });
     const all = await client.graders.gradeBatch({ graderKey: "both", threads });
     assert.deepEqual(
-      any.results.map((r) => ("score" in r ? r.score : r.error.code)),
+      any.results.map((r) => ("score" in r ? r.score : "error" in r ? r.error.code : r.abstained.code)),
       [1, 1],
     );
     assert.deepEqual(
-      all.results.map((r) => ("score" in r ? r.score : r.error.code)),
+      all.results.map((r) => ("score" in r ? r.score : "error" in r ? r.error.code : r.abstained.code)),
       [0, 0],
     );
     const single = await client.graders.grade({ graderKey: "both", thread: t("Paris") });

@@ -209,7 +209,7 @@ describe("three nodes, one registry, one load balancer", () => {
     assert.equal(killedAt, 5, "node 1 was killed with 25 parts still to answer");
     assert.equal(results.length, 3000);
     assert.deepEqual(
-      results.map((r) => ("score" in r ? r.score : r.error.code)),
+      results.map((r) => ("score" in r ? r.score : "error" in r ? r.error.code : r.abstained.code)),
       threads.map((t) => (t.turns[1].content === "3" ? 1 : 0)),
     );
     const stored = new Set((await viaLb.graders.list()).map((g) => g.key));

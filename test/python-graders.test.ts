@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { Gradebox } from "../sdk/index.ts";
+import { Gradebox, type GradeResult } from "../sdk/index.ts";
 import { FakeOpenAI } from "./support/fake-openai.ts";
 import { call, repoRoot, startServer, thread } from "./support/helpers.ts";
 import { installPythonClient } from "./support/python.ts";
@@ -67,7 +67,8 @@ const skip =
     : `the Python runtime is not on this branch (validating a Python grader answered ${probe.status} ${probe.body?.code ?? ""}: ${probe.body?.detail ?? JSON.stringify(probe.body)})`;
 
 const client = new Gradebox({ baseURL: s.url, project: PROJECT, apiKey: await s.keyFor(PROJECT) });
-const scores = (results: Array<{ score?: number; error?: unknown }>) => results.map((r) => ("score" in r ? r.score : r.error));
+const scores = (results: GradeResult[]) =>
+  results.map((r) => (r.outcome === "scored" ? r.score : r.outcome === "error" ? r.error : r.abstained));
 
 describe("Python graders", { skip }, () => {
   test("registered through HTTP: language python, the source as given; graded in a batch, one by one and through the reward routes", async () => {

@@ -35,16 +35,20 @@ type Flat<T> = { [K in keyof T]: T[K] };
 /** Each entry must be `true`: tsc fails on a `false` here. */
 const agree: Record<string, true> = {
   // the isolate's and the sandbox's outcomes are the API's
-  sandboxScore: true satisfies Same<SandboxScore, Wire.GradeScore>,
-  sandboxOutcome: true satisfies Same<GradeOutcome, Wire.GradeResult>,
+  sandboxScore: true satisfies Same<SandboxScore, Omit<Wire.ScoredResult, "outcome">>,
+  // …with `outcome` named by the routes (server/results.ts)
+  sandboxOutcome: true satisfies Same<
+    GradeOutcome,
+    Omit<Wire.ScoredResult, "outcome"> | Omit<Wire.ErrorResult, "outcome"> | Omit<Wire.AbstainedResult, "outcome">
+  >,
   // a thread as the SDK and the isolate build it (sdk/thread.ts) is the API's
   thread: true satisfies Same<WireThread, Wire.ThreadInput>,
   turn: true satisfies Same<WireTurn, Wire.TurnInput>,
   role: true satisfies Same<Role, Wire.RoleInput>,
   errorCode: true satisfies Same<GradeErrorCode, Wire.GradeError["code"]>,
   // a score's subscores are SubScores to the SDK (unknown[] to the API): otherwise the same
-  score: true satisfies Fits<GradeScore, Wire.GradeScore>,
-  scoreFields: true satisfies Same<Omit<GradeScore, "subscores">, Omit<Wire.GradeScore, "subscores">>,
+  score: true satisfies Fits<GradeScore & { outcome: "scored" }, Wire.ScoredResult>,
+  scoreFields: true satisfies Same<Omit<GradeScore, "subscores">, Omit<Wire.ScoredResult, "subscores" | "outcome">>,
   result: true satisfies Fits<GradeResult, Wire.GradeResult>,
   response: true satisfies Fits<GradeResponse, Wire.GradeResponse>,
   responseFields: true satisfies Same<Omit<GradeResponse, "subscores">, Omit<Wire.GradeResponse, "subscores">>,

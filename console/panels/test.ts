@@ -56,6 +56,11 @@ async function runTest(): Promise<void> {
         }
         const r = results[next++];
         if ("score" in r) return [scoreRow(i, r)];
+        if ("abstained" in r) {
+          const tr = row([String(item.n), "", `abstained ${r.abstained.code}: ${r.abstained.reason}`]);
+          tr.className = "abstained";
+          return [tr];
+        }
         const tr = row([String(item.n), "", `${r.error.code}: ${r.error.message}${position(r.error)}`]);
         tr.className = "error";
         if (r.error.line === undefined || source === undefined) return [tr];

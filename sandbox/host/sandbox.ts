@@ -7,6 +7,23 @@ import type { ValidationResult } from "../protocol/replies.ts";
 import type { EngineLimits, GraderCode } from "../protocol/requests.ts";
 import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 
+export interface GradeOptions {
+  /**
+   * Date.now() by which the answer is due: calls still running then are stopped (no fault of the
+   * grader's: not counted against its trust or quarantine), queued slices dropped, and every
+   * thread without an outcome gets {abstained: {code: "DEADLINE_EXCEEDED"}}.
+   */
+  deadlineAt?: number;
+  /**
+   * Group sizes, in order, summing to threads.length: the threads are already ordered so each
+   * group is contiguous. A group is never split across workers or slices; a grader that exports
+   * gradeGroup / grade_group receives each group whole (one call, N results), one that does not
+   * grades its threads one by one. Absent: no groups (a group-only grader then answers every
+   * thread with an error; the server refuses such a request before it gets here).
+   */
+  groups?: readonly number[];
+}
+
 export interface PoolOptions {
   /** grading workers */
   size: number;
@@ -30,8 +47,11 @@ export interface WorkerStats {
  */
 export interface Sandbox extends Pick<EventEmitter, "on" | "off"> {
   start(): Promise<void>;
-  /** Grades threads in order; never rejects for a grader's fault. */
-  gradeBatch(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]>;
+  /**
+   * Grades threads in order; never rejects for a grader's fault. With `deadlineAt`, resolves by
+   * then: unfinished threads abstain with DEADLINE_EXCEEDED and their work is cancelled.
+   */
+  gradeBatch(grader: GraderCode, threads: readonly WireThread[], options?: GradeOptions): Promise<GradeOutcome[]>;
   /** The five checks (and the sample thread unless `mock` is false), then `threads` graded like any batch of the project. */
   validate(
     project: string,

@@ -3,7 +3,7 @@
 // process. The other direction is requests.ts. Types and constants only: both sides import this
 // file. The host reads all of it as hostile input (host/replies.ts).
 
-import type { CheckFailure, GradeOutcome } from "../validate/checks.ts";
+import type { CheckFailure, GradeOutcome, GraderShape } from "../validate/checks.ts";
 
 /** JSON characters of one structured result (reason, metadata, subscores included), wherever one is read */
 export const MAX_RESULT = 16 * 1024;
@@ -11,7 +11,7 @@ export const MAX_RESULT = 16 * 1024;
 export const MAX_MESSAGE = 2000;
 
 export type ValidationResult =
-  | { ok: true; compiled: string; warnings: string[]; results?: GradeOutcome[] }
+  | { ok: true; compiled: string; warnings: string[]; results?: GradeOutcome[]; shape?: GraderShape }
   | { ok: false; failure: CheckFailure };
 
 export interface SliceResult {

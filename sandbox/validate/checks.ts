@@ -31,5 +31,22 @@ export { GRADE_ERROR_CODES, type GradeErrorCode } from "../../sdk/errors.ts";
 /** The codes a sandbox worker may report; a reply with any other (a judge's, a combined grader's) is malformed. */
 export const SANDBOX_ERROR_CODES = ["GRADER_ERROR", "GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "INVALID_SCORE", "SANDBOX_CRASHED"] as const;
 export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];
-/** A thread's score, or its error (GRADER_ERROR's line and column are 1-based, in the source as submitted): the API's own types. */
-export type { GradeResult as GradeOutcome, GradeScore } from "../../sdk/wire.ts";
+
+import type { Abstention, GradeError, ScoredResult } from "../../sdk/wire.ts";
+
+export { ABSTAIN_CODES, type AbstainCode } from "../../sdk/errors.ts";
+export type { Abstention, GradeError } from "../../sdk/wire.ts";
+/** A thread's score: the wire's ScoredResult without its `outcome`. */
+export type GradeScore = Omit<ScoredResult, "outcome">;
+/**
+ * A thread's score, its error (GRADER_ERROR's line and column are 1-based, in the source as
+ * submitted) or an abstention: the API's result (wire GradeResult) without its `outcome`, which
+ * the routes add (server/results.ts): the sandbox, judges and endpoints never spell it.
+ */
+export type GradeOutcome = GradeScore | { error: GradeError } | { abstained: Abstention };
+
+/**
+ * Which functions a grader's module exports: `grade(thread)`, `gradeGroup(threads)` (Python:
+ * `grade_group`), or both. Absent (older versions): thread.
+ */
+export type GraderShape = "thread" | "group" | "both";

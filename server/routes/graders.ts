@@ -9,7 +9,10 @@ import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import { named } from "../openapi.ts";
+import { toResults } from "../results.ts";
 import {
+  Abstention,
+  BatchSummary,
   CHECKING,
   CombineMode,
   Description,
@@ -29,6 +32,7 @@ import {
   Language,
   MAX_SAMPLES,
   ProjectParams,
+  Provenance,
   Source,
   UpdateResult,
   VersionNumber,
@@ -157,7 +161,7 @@ export async function graderRoutes(
       if (req.body.threads) checkBatch(req.body.threads.length, config);
       const { source, language = "typescript", threads } = req.body;
       const { warnings, results } = await validation.validate(req.params.project, { source, language }, threads);
-      return { valid: true as const, warnings, ...(results ? { results } : {}) };
+      return { valid: true as const, warnings, ...(results ? { results: toResults(results) } : {}) };
     },
   );
 
@@ -331,7 +335,8 @@ export async function graderRoutes(
         description:
           "Grades one thread with the grader (its current version, or `version`). The grader's failure is the response's: 422 " +
           "(GRADER_ERROR with `line` and `column`, GRADER_TIMEOUT, INVALID_SCORE, …), 502 when its judge model or endpoint did " +
-          "not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release).",
+          "not answer, 423 GRADER_QUARANTINED while quarantined (POST …/release). An abstention (the grader returned null / None " +
+          "or threw Abstain) is 422 ABSTAINED with `abstained: {code, reason}`: never a score.",
         params: GraderParams,
         body: GradeBody,
         response: {
@@ -339,18 +344,28 @@ export async function graderRoutes(
             "The thread's score",
             named(config, "GradeResponse", () =>
               GradeScore.extend({
+                outcome: z.literal("scored").describe("always scored: an error or an abstention is the response's status"),
                 durationMs: z.number().describe("time spent grading, in milliseconds"),
                 version: z.number().describe("the version that graded"),
+                provenance: Provenance,
               }).describe("the thread's score"),
             ),
           ),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND", ...GRADING),
+          ...errorResponses(
+            ...IN_PROJECT,
+            ...WITH_BODY,
+            "GRADER_NOT_FOUND",
+            "VERSION_NOT_FOUND",
+            "ABSTAINED",
+            "GROUP_REQUIRED",
+            ...GRADING,
+          ),
         },
       },
     },
     async (req) => {
       const started = performance.now();
-      const { outcomes, version } = await grading.gradeByKey(req.params.project, req.params.graderKey, [req.body.thread], {
+      const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, [req.body.thread], {
         version: req.body.version,
         route: "grade",
       });
@@ -359,7 +374,15 @@ export async function graderRoutes(
         const { code, message, line, column } = outcome.error;
         throw new AppError(code, message, line === undefined ? { version } : { version, line, column });
       }
-      return { ...outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
+      const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+      if ("abstained" in outcome) {
+        // a single thread's answer is a score: an abstention must not read as one, so it is the status (as an error is)
+        throw new AppError("ABSTAINED", `${outcome.abstained.code}: ${outcome.abstained.reason}`, {
+          version,
+          abstained: outcome.abstained,
+        });
+      }
+      return { outcome: "scored" as const, ...outcome, durationMs, version, provenance };
     },
   );
 
@@ -384,6 +407,20 @@ export async function graderRoutes(
                   results: z.array(GradeResult).describe("one per thread, in order"),
                   durationMs: z.number().describe("time spent grading, in milliseconds"),
                   version: z.number().describe("the version that graded"),
+                  provenance: Provenance.describe("which grader, version and source digest produced every result of the batch"),
+                  components: z
+                    .record(z.string(), z.array(z.number().nullable()))
+                    .optional()
+                    .describe(
+                      "the named parts of the scores, as channels aligned with results: components[name][i] is thread i's part " +
+                        "`name` (a combined grader's parts, a judge's criteria, a function grader's named subscores), null where " +
+                        "thread i has no such part (an error, an abstention, or a result without it); absent when no result has named parts",
+                    ),
+                  summary: BatchSummary.optional().describe("with `summary` in the request"),
+                  deadlineExceeded: z
+                    .number()
+                    .optional()
+                    .describe("with deadlineMs: how many threads the deadline left unfinished (abstained with DEADLINE_EXCEEDED)"),
                 })
                 .describe("the batch's results"),
             ),
@@ -403,11 +440,11 @@ export async function graderRoutes(
     async (req) => {
       checkBatch(req.body.threads.length, config);
       const started = performance.now();
-      const { outcomes, version } = await grading.gradeByKey(req.params.project, req.params.graderKey, req.body.threads, {
+      const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, req.body.threads, {
         version: req.body.version,
         route: "grade-batch",
       });
-      return { results: outcomes, durationMs: Math.round((performance.now() - started) * 1000) / 1000, version };
+      return { results: toResults(outcomes), durationMs: Math.round((performance.now() - started) * 1000) / 1000, version, provenance };
     },
   );
 

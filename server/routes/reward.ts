@@ -79,6 +79,14 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         ...(line === undefined ? {} : { line, column }),
       });
     }
+    if ("abstained" in outcome) {
+      // the protocol's reward is a number: an abstention must not read as one, so it is the request's error
+      const where = index === undefined ? "" : `request ${index}: `;
+      throw new AppError("ABSTAINED", `${where}${outcome.abstained.code}: ${outcome.abstained.reason}`, {
+        ...(index === undefined ? {} : { index }),
+        abstained: outcome.abstained,
+      });
+    }
     return { reward: outcome.score, metadata: outcome.metadata ?? {}, ...(request.id === undefined ? {} : { id: request.id }) };
   };
 
@@ -140,7 +148,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         body: Request,
         response: {
           200: json("The request's reward", RewardOut),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", ...GRADING),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "ABSTAINED", ...GRADING),
         },
       },
     },
@@ -172,7 +180,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
           .describe("a batch of reward-server protocol requests"),
         response: {
           200: json("Each request's reward", RewardBatchResponse),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", ...GRADING),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "ABSTAINED", ...GRADING),
         },
       },
     },

@@ -47,6 +47,14 @@ function checkSamples(samples: Sample[], results: GradeOutcome[]): void {
     if (!outcome || "error" in outcome) {
       const error = outcome && "error" in outcome ? `${outcome.error.code}: ${outcome.error.message}` : "no result";
       failed(`grade failed on sample ${index} with ${error}`, { index });
+    } else if ("abstained" in outcome) {
+      // an abstention is a fine answer to a sample that expects no particular score
+      if (sample.expected !== undefined) {
+        failed(`sample ${index} should score ${sample.expected} but the grader abstained (${outcome.abstained.reason})`, {
+          index,
+          expected: sample.expected,
+        });
+      }
     } else if (sample.expected !== undefined && Math.abs(outcome.score - sample.expected) > 1e-9) {
       failed(`sample ${index} should score ${sample.expected} but scored ${outcome.score}`, {
         index,
@@ -108,10 +116,9 @@ export class Validation {
           samples.map((x) => x.thread),
         )
       : [];
-    const brief = (o: GradeOutcome | undefined) => (o === undefined ? "none" : "error" in o ? o.error.code : o.score);
-    const changed = samples
-      .map((_, index) => ({ index, before: brief(before[index]), after: brief(after?.[index]) }))
-      .filter((c) => c.before !== c.after);
-    return { samples: samples.length, changed };
+    const brief = (o: GradeOutcome | undefined) =>
+      o === undefined ? "none" : "error" in o ? o.error.code : "abstained" in o ? "abstained" : o.score;
+    const scores = samples.map((_, index) => ({ index, before: brief(before[index]), after: brief(after?.[index]) }));
+    return { samples: samples.length, changed: scores.filter((c) => c.before !== c.after), scores };
   }
 }

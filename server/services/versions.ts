@@ -52,7 +52,12 @@ export class Versions {
     const sourceSha256 = sha256(next.source);
     // before the lock is checked: an identical push changes nothing, so a locked grader answers it too
     if (current.kind === "function" && (await this.sameAsCurrent(current, next, sourceSha256))) {
-      return { row: current, report: { samples: 0, changed: [] }, unchanged: true, ...(next.dryRun ? { dryRun: true as const } : {}) };
+      return {
+        row: current,
+        report: { samples: 0, changed: [], scores: [] },
+        unchanged: true,
+        ...(next.dryRun ? { dryRun: true as const } : {}),
+      };
     }
     assertUpdatable(current); // before the checks run; the store checks again in its transaction
     const samples = next.samples ?? (await this.store.samples(current));
