@@ -1151,7 +1151,7 @@ export interface components {
             language?: components["schemas"]["Language"];
             /** @description judges: the model key */
             model?: string;
-            /** @description judges: SHA-256 (hex) of the prompt template */
+            /** @description binary judges: SHA-256 (hex) of the prompt template (the judge's own, or the built-in one) */
             templateSha256?: string;
             /** @description endpoints: the version the endpoint's /info reported, when it did */
             endpointVersion?: string;
@@ -1192,7 +1192,7 @@ export interface components {
             language?: components["schemas"]["Language"];
             /** @description judges: the model key */
             model?: string;
-            /** @description judges: SHA-256 (hex) of the prompt template */
+            /** @description binary judges: SHA-256 (hex) of the prompt template (the judge's own, or the built-in one) */
             templateSha256?: string;
             /** @description endpoints: the version the endpoint's /info reported, when it did */
             endpointVersion?: string;

@@ -69,11 +69,26 @@ const FUNCTION = grader("exact-answer", "function", SOURCE, {
   description: "1 when the answer is metadata.expected",
 });
 const FUNCTION_DETAIL = { ...FUNCTION, source: SOURCE };
+/** which grader graded: the example function grader's version 1 */
+const PROVENANCE = {
+  grader: "exact-answer",
+  kind: "function",
+  version: 1,
+  sourceSha256: sha256(SOURCE),
+  language: "typescript",
+} as const;
 const VERSION_2 = { ...FUNCTION, version: 2, sourceSha256: sha256(SOURCE_V2), updatedAt: LATER };
 const UPDATED = {
   ...VERSION_2,
   source: SOURCE_V2,
-  report: { samples: 2, changed: [{ index: 1, before: 0, after: 1 }] },
+  report: {
+    samples: 2,
+    changed: [{ index: 1, before: 0, after: 1 }],
+    scores: [
+      { index: 0, before: 1, after: 1 },
+      { index: 1, before: 0, after: 1 },
+    ],
+  },
 };
 const version = (n: number, source: string, createdAt: string) => ({
   version: n,
@@ -168,7 +183,16 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   "graders.validate": {
     request: { source: SOURCE, threads: [THREAD, WRONG] },
-    responses: { 200: { valid: true, warnings: [], results: [{ score: 1 }, { score: 0 }] } },
+    responses: {
+      200: {
+        valid: true,
+        warnings: [],
+        results: [
+          { outcome: "scored", score: 1 },
+          { outcome: "scored", score: 0 },
+        ],
+      },
+    },
   },
   "graders.list": { responses: { 200: { data: [COMBINED_SUMMARY, FUNCTION], nextCursor: null } } },
   "graders.get": { responses: { 200: FUNCTION_DETAIL } },
@@ -186,15 +210,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     },
     responses: { 201: COMBINED },
   },
-  "graders.grade": { request: { thread: THREAD }, responses: { 200: { score: 1, durationMs: 0.412, version: 1 } } },
+  "graders.grade": {
+    request: { thread: THREAD },
+    responses: { 200: { outcome: "scored", score: 1, durationMs: 0.412, version: 1, provenance: PROVENANCE } },
+  },
   "graders.gradeBatch": {
     request: { threads: [THREAD, WRONG] },
     responses: {
       200: {
         // a thread the grader takes too long on is that thread's error, not the batch's
-        results: [{ score: 1 }, { error: { code: "GRADER_TIMEOUT", message: "exceeded the 1000 ms time limit" } }],
+        results: [
+          { outcome: "scored", score: 1 },
+          { outcome: "error", error: { code: "GRADER_TIMEOUT", message: "exceeded the 1000 ms time limit" } },
+        ],
         durationMs: 0.97,
         version: 1,
+        provenance: PROVENANCE,
       },
     },
   },
@@ -207,7 +238,14 @@ export const EXAMPLES: Record<string, OperationExamples> = {
         ...FUNCTION_DETAIL,
         version: 3,
         updatedAt: LATER,
-        report: { samples: 2, changed: [{ index: 1, before: 1, after: 0 }] },
+        report: {
+          samples: 2,
+          changed: [{ index: 1, before: 1, after: 0 }],
+          scores: [
+            { index: 0, before: 1, after: 1 },
+            { index: 1, before: 1, after: 0 },
+          ],
+        },
       },
     },
   },

@@ -60,15 +60,40 @@ function plainVersion(body: Record<string, unknown>): boolean {
   return typeof version === "number" && Number.isInteger(version) && version >= 1 && version <= MAX_VERSION;
 }
 
-/** `{thread, version?}`: POST …/grade */
+/** `{thread, version?, onUnavailable?}`: POST …/grade */
 function plainGradeBody(thread: (thread: unknown) => boolean): (body: unknown) => boolean {
-  return (body) => isPlainObject(body) && onlyKeys(body, ["thread", "version"]) && plainVersion(body) && thread(body.thread);
+  return (body) =>
+    isPlainObject(body) &&
+    onlyKeys(body, ["thread", "version", "onUnavailable"]) &&
+    plainVersion(body) &&
+    (!("onUnavailable" in body) || body.onUnavailable === "error" || body.onUnavailable === "abstain") &&
+    thread(body.thread);
 }
 
-/** `{threads, version?}`: POST …/grade-batch */
+/**
+ * The batch options zod would keep as they are: an integer deadlineMs in range, a known
+ * onUnavailable, a groupBy name within bounds, summary as a boolean (explicit `groups` and summary
+ * options are zod's to read).
+ */
+function plainOptions(body: Record<string, unknown>): boolean {
+  const { deadlineMs, onUnavailable, groupBy, summary } = body;
+  if (
+    "deadlineMs" in body &&
+    !(typeof deadlineMs === "number" && Number.isInteger(deadlineMs) && deadlineMs >= 1 && deadlineMs <= MAX_DEADLINE_MS)
+  ) {
+    return false;
+  }
+  if ("onUnavailable" in body && onUnavailable !== "error" && onUnavailable !== "abstain") return false;
+  if ("groupBy" in body && !(typeof groupBy === "string" && groupBy.length >= 1 && groupBy.length <= 200)) return false;
+  return !("summary" in body) || typeof summary === "boolean";
+}
+
+const BATCH_KEYS = ["threads", "version", "deadlineMs", "onUnavailable", "groupBy", "summary"];
+
+/** `{threads, version?, deadlineMs?, onUnavailable?, groupBy?, summary?}`: POST …/grade-batch */
 function plainBatchBody(thread: (thread: unknown) => boolean): (body: unknown) => boolean {
   return (body) => {
-    if (!isPlainObject(body) || !onlyKeys(body, ["threads", "version"]) || !plainVersion(body)) return false;
+    if (!isPlainObject(body) || !onlyKeys(body, BATCH_KEYS) || !plainVersion(body) || !plainOptions(body)) return false;
     const threads = body.threads;
     if (!Array.isArray(threads) || threads.length < 1) return false;
     for (let i = 0; i < threads.length; i++) if (!thread(threads[i])) return false;

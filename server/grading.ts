@@ -9,12 +9,14 @@ import { gradeCombined } from "./combined.ts";
 import type { Endpoints } from "./endpoints/endpoints.ts";
 import type { EndpointSpec } from "./endpoints/spec.ts";
 import { AppError } from "./errors.ts";
+import { type Grouping, inGroupOrder, inRequestOrder } from "./groups.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
 import { type Provenance, provenanceOf } from "./results.ts";
 import { type GraderRow, type ResolvedPart, sandboxId } from "./store/graders.ts";
 import type { Store } from "./store.ts";
+import type { OutboundOptions } from "./upstream.ts";
 
 const QUARANTINE_CAUSE: Partial<Record<GraderRow["kind"], string>> = {
   judge: "its template went over its budget",
@@ -65,7 +67,7 @@ export class Grading {
     project: string,
     key: string,
     threads: readonly WireThread[],
-    { version, route }: { version?: number; route: "grade" | "grade-batch" },
+    { version, route, ...run }: { version?: number; route: "grade" | "grade-batch" } & GradeRun,
   ): Promise<{ outcomes: GradeOutcome[]; version: number; provenance: Provenance }> {
     const started = performance.now();
     // the hot path: a warm grader is read from this node's cache, not the database
@@ -83,7 +85,7 @@ export class Grading {
     }
     let outcomes: GradeOutcome[];
     try {
-      outcomes = await this.grade(row, code, threads);
+      outcomes = await this.grade(row, code, threads, run);
     } finally {
       // a grade that took a worker down answers after its fault is stored: the quarantine it caused holds from then on, on every node
       await this.faultsStored(row);
@@ -103,12 +105,29 @@ export class Grading {
     return { id: g.id, project: g.project, key: g.key, spec: g.judge, modelId: g.modelId };
   }
 
-  /** Grades with a grader row; `code` is the function grader's version to run (its current one, or a pinned one). */
-  async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+  /**
+   * Grades with a grader row; `code` is the function grader's version to run (its current one, or
+   * a pinned one). With a grouping, the threads go to grading group by group (each contiguous and
+   * whole) and the outcomes come back in the threads' order.
+   */
+  async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[], run: GradeRun = {}): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
-    if (row.kind === "judge") return this.judges.grade(this.judgeTarget(row), threads);
-    if (row.kind === "endpoint") return this.endpoints.grade(this.endpointTarget(row), threads);
-    if (row.kind === "function") return this.pool.gradeBatch(code, threads);
+    const { grouping, deadlineAt } = run;
+    const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
+    const options: PartRun = {
+      deadlineAt,
+      groups: grouping?.sizes,
+      deadline: deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now()))),
+      onUnavailable: run.onUnavailable ?? "error",
+    };
+    const outcomes = await this.gradeOrdered(row, code, ordered, options);
+    return grouping ? inRequestOrder(outcomes, grouping) : outcomes;
+  }
+
+  private async gradeOrdered(row: GraderRow, code: GraderCode, threads: readonly WireThread[], run: PartRun): Promise<GradeOutcome[]> {
+    if (row.kind === "judge") return unavailableAs(run, await this.judges.grade(this.judgeTarget(row), threads, run));
+    if (row.kind === "endpoint") return unavailableAs(run, await this.endpoints.grade(this.endpointTarget(row), threads, run));
+    if (row.kind === "function") return this.pool.gradeBatch(code, threads, { deadlineAt: run.deadlineAt, groups: run.groups });
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
       return threads.map(() => ({
@@ -118,15 +137,48 @@ export class Grading {
         },
       }));
     }
-    return gradeCombined((part, items) => this.gradePart(row.project, part, items), row.mode ?? "weighted", row.parts ?? [], threads);
+    return gradeCombined((part, items) => this.gradePart(row.project, part, items, run), row.mode ?? "weighted", row.parts ?? [], threads);
   }
 
-  private gradePart(project: string, part: ResolvedPart, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
-    if (part.kind === "judge") return this.judges.grade(this.judgeTarget({ ...part, project, key: part.graderKey }), threads);
-    if (part.kind === "endpoint") return this.endpoints.grade(this.endpointTarget({ ...part, project, key: part.graderKey }), threads);
+  private async gradePart(project: string, part: ResolvedPart, threads: readonly WireThread[], run: PartRun): Promise<GradeOutcome[]> {
+    if (part.kind === "judge") {
+      return unavailableAs(run, await this.judges.grade(this.judgeTarget({ ...part, project, key: part.graderKey }), threads, run));
+    }
+    if (part.kind === "endpoint") {
+      return unavailableAs(run, await this.endpoints.grade(this.endpointTarget({ ...part, project, key: part.graderKey }), threads, run));
+    }
     return this.pool.gradeBatch(
       { id: sandboxId(part.id, part.version), project, language: part.language, compiled: part.compiled },
       threads,
+      { deadlineAt: run.deadlineAt, groups: run.groups },
     );
   }
+}
+
+/** How a request asks for its threads to be graded (POST …/grade-batch's options). */
+export interface GradeRun {
+  /** Date.now() by which the answer is due: unfinished threads abstain with DEADLINE_EXCEEDED */
+  deadlineAt?: number;
+  grouping?: Grouping;
+  /** a judge's model or an endpoint that does not answer: the thread's error (default) or an abstention */
+  onUnavailable?: "error" | "abstain";
+}
+
+/** What every part of one grading gets: the deadline (as a time and as a signal for outbound calls) and the group sizes. */
+interface PartRun extends OutboundOptions {
+  deadlineAt?: number;
+  groups?: readonly number[];
+  onUnavailable: "error" | "abstain";
+}
+
+const UNAVAILABLE = new Set<string>(["JUDGE_UNAVAILABLE", "ENDPOINT_UNAVAILABLE"]);
+
+/** With onUnavailable "abstain", a model or endpoint that did not answer is an abstention with the same code, not an error. */
+function unavailableAs(run: PartRun, outcomes: GradeOutcome[]): GradeOutcome[] {
+  if (run.onUnavailable !== "abstain") return outcomes;
+  return outcomes.map((o) =>
+    "error" in o && UNAVAILABLE.has(o.error.code)
+      ? { abstained: { code: o.error.code as "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE", reason: o.error.message } }
+      : o,
+  );
 }

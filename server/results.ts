@@ -2,9 +2,13 @@
 // `outcome` named (scored, error, abstained), and what a batch answer says once for all of its
 // results: which grader produced them (provenance).
 
+import { createHash } from "node:crypto";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import type { GradeResult, Provenance as WireProvenance } from "../sdk/wire.ts";
-import type { GraderRow } from "./store/graders.ts";
+import { DEFAULT_BINARY_TEMPLATE } from "./judges/kinds.ts";
+import type { GraderRow, ResolvedPart } from "./store/graders.ts";
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 export type Provenance = WireProvenance;
 
@@ -18,14 +22,25 @@ export const toResults = (outcomes: readonly GradeOutcome[]): GradeResult[] => o
 
 /** Which grader produced a batch's results: its key, kind, the version that graded and that version's source digest. */
 export function provenanceOf(
-  row: Pick<GraderRow, "key" | "kind" | "version" | "sourceSha256" | "language">,
+  row: Pick<GraderRow, "key" | "kind" | "judge" | "endpoint"> & { parts?: readonly ResolvedPart[] },
   graded: { version: number; sourceSha256: string; language?: GraderRow["language"] },
 ): Provenance {
+  const { judge, endpoint } = row;
   return {
     grader: row.key,
     kind: row.kind,
     version: graded.version,
     sourceSha256: graded.sourceSha256,
     ...(row.kind === "function" && graded.language ? { language: graded.language } : {}),
+    ...(judge
+      ? {
+          model: judge.model,
+          // a binary judge's prompt template (its own, or ours): prebuilt and rubric prompts are built in code, and
+          // sourceSha256 (their definition) identifies them
+          ...(judge.type === "binary" ? { templateSha256: sha256(judge.template ?? DEFAULT_BINARY_TEMPLATE) } : {}),
+        }
+      : {}),
+    ...(endpoint ? { endpointVersion: endpoint.info.version } : {}),
+    ...(row.parts ? { parts: row.parts.map((p) => provenanceOf({ ...p, key: p.graderKey }, p) as Omit<Provenance, "parts">) } : {}),
   };
 }

@@ -236,7 +236,10 @@ const ProvenanceFields = {
     .describe("SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds)"),
   language: Language.optional().describe("function graders: the version's language"),
   model: z.string().optional().describe("judges: the model key"),
-  templateSha256: z.string().optional().describe("judges: SHA-256 (hex) of the prompt template"),
+  templateSha256: z
+    .string()
+    .optional()
+    .describe("binary judges: SHA-256 (hex) of the prompt template (the judge's own, or the built-in one)"),
   endpointVersion: z.string().optional().describe("endpoints: the version the endpoint's /info reported, when it did"),
 };
 export const PartProvenance = z
@@ -323,7 +326,13 @@ const PROBLEM_EXTRAS = {
     codes: ["VALIDATION_FAILED", "ABSTAINED", ...GRADE_ERROR_CODES],
     schema: z.number().describe("the sample (test_run check) or the request of a reward batch that failed (0-based)"),
   },
-  abstained: { codes: ["ABSTAINED"], schema: Abstention.describe("ABSTAINED: why the grader (or the service) abstained") },
+  abstained: {
+    codes: ["ABSTAINED"],
+    // inline, not the named Abstention: a problem document is read standalone, without the document's components
+    schema: z
+      .object({ code: z.enum(ABSTAIN_CODES), reason: z.string() })
+      .describe("ABSTAINED: why the grader (or the service) abstained: its code and reason"),
+  },
   expected: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample expects") },
   actual: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample got") },
   version: { codes: [...GRADE_ERROR_CODES, "ABSTAINED"], schema: z.number().describe("the version of the grader that failed") },

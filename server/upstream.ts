@@ -36,7 +36,17 @@ export interface UpstreamOptions {
   gate?: () => Promise<() => void>;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` aborts first (never rejects). */
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
 
 /** Parses retry-after (seconds or an HTTP date) and retry-after-ms into milliseconds. */
 export function retryAfterMs(headers: { get(name: string): string | null } | undefined): number | undefined {
@@ -120,10 +130,27 @@ export class Upstream {
     return Date.now() < this.openUntil;
   }
 
-  /** Runs `fn` holding one of the `maxConcurrency` slots (an item may make several calls in it). */
-  async withSlot<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.options.maxConcurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
+  /**
+   * Runs `fn` holding one of the `maxConcurrency` slots (an item may make several calls in it).
+   * `deadline`: a call still waiting for a slot when it aborts leaves the queue (DeadlineError).
+   */
+  async withSlot<T>(fn: () => Promise<T>, deadline?: AbortSignal): Promise<T> {
+    if (deadline?.aborted) throw new DeadlineError();
+    if (this.active >= this.options.maxConcurrency) {
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          deadline?.removeEventListener("abort", leave);
+          resolve();
+        };
+        const leave = () => {
+          const at = this.waiting.indexOf(wake);
+          if (at >= 0) this.waiting.splice(at, 1);
+          reject(new DeadlineError());
+        };
+        this.waiting.push(wake);
+        deadline?.addEventListener("abort", leave, { once: true });
+      });
+    } else this.active++;
     try {
       return await fn();
     } finally {
@@ -133,9 +160,14 @@ export class Upstream {
     }
   }
 
-  /** One call with retries and the breaker; `attempt` throws UpstreamError to be classified. */
-  async call<T>(attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /**
+   * One call with retries and the breaker; `attempt` throws UpstreamError to be classified.
+   * `deadline`: when it aborts, the call in flight is aborted and nothing is retried
+   * (DeadlineError: the request's deadline, not the target's fault, so not held against the breaker).
+   */
+  async call<T>(attempt: (signal: AbortSignal) => Promise<T>, deadline?: AbortSignal): Promise<T> {
     for (let n = 0; ; n++) {
+      if (deadline?.aborted) throw new DeadlineError();
       const probe = this.admit();
       // the project's share of the node's sockets: waiting for it does not eat the attempt's deadline
       const release = this.options.gate ? await this.options.gate() : undefined;
@@ -147,7 +179,8 @@ export class Upstream {
           throw this.openError();
         }
       }
-      const signal = AbortSignal.timeout(this.options.timeoutMs);
+      const timeout = AbortSignal.timeout(this.options.timeoutMs);
+      const signal = deadline ? AbortSignal.any([timeout, deadline]) : timeout;
       try {
         let result: T;
         try {
@@ -160,10 +193,14 @@ export class Upstream {
         this.probing = false;
         return result;
       } catch (raw) {
+        if (deadline?.aborted) {
+          if (probe) this.probing = false;
+          throw new DeadlineError();
+        }
         const error =
           raw instanceof UpstreamError
             ? raw
-            : signal.aborted
+            : timeout.aborted
               ? new UpstreamError("unavailable", `no answer within ${this.options.timeoutMs} ms`, { retryable: true, cause: raw })
               : new UpstreamError("unavailable", (raw as Error)?.message ?? String(raw), { retryable: true, cause: raw });
         this.probing = false;
@@ -175,7 +212,7 @@ export class Upstream {
           throw error;
         }
         const backoff = Math.min(this.maxWaitMs, 100 * 2 ** n) * (0.5 + Math.random() * 0.5);
-        await sleep(Math.min(this.maxWaitMs, error.options.retryAfterMs ?? backoff));
+        await sleep(Math.min(this.maxWaitMs, error.options.retryAfterMs ?? backoff), deadline);
       }
     }
   }
@@ -195,3 +232,19 @@ export class Upstream {
     );
   }
 }
+
+/** The request's deadline came first: the item abstains (DEADLINE_EXCEEDED); nobody's fault. */
+export class DeadlineError extends Error {
+  constructor() {
+    super("the batch's deadline came before this thread was graded");
+  }
+}
+
+/** What a batch's outbound grading (judges, endpoints) may be given: the deadline's signal. */
+export interface OutboundOptions {
+  deadline?: AbortSignal;
+}
+
+export const deadlineAbstention = () => ({
+  abstained: { code: "DEADLINE_EXCEEDED" as const, reason: "the batch's deadline came before this thread was graded" },
+});

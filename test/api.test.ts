@@ -73,7 +73,7 @@ describe("grader lifecycle", () => {
     assert.equal(batch.status, 200);
     assert.deepEqual(
       batch.body.results,
-      threads.map((_, i) => ({ score: i % 3 === 0 ? 1 : 0 })),
+      threads.map((_, i) => ({ outcome: "scored", score: i % 3 === 0 ? 1 : 0 })),
     );
   });
 
@@ -151,9 +151,16 @@ describe("grader failures have their codes", () => {
         threads: [thread("a"), thread("b", { bad: true }), thread("c"), thread("d")],
       });
       assert.equal(batch.status, 200);
-      assert.deepEqual(batch.body.results[0], { score: 1 });
+      assert.deepEqual(batch.body.results[0], { outcome: "scored", score: 1 });
       assert.equal(batch.body.results[1].error.code, code);
-      assert.deepEqual(batch.body.results.slice(2), [{ score: 1 }, { score: 1 }], "items after the failure are graded");
+      assert.deepEqual(
+        batch.body.results.slice(2),
+        [
+          { outcome: "scored", score: 1 },
+          { outcome: "scored", score: 1 },
+        ],
+        "items after the failure are graded",
+      );
       const again = await call(s.app, "POST", `${base}/${key}/grade`, { thread: thread("x") });
       assert.equal(again.body.score, 1, "the grader recovers after its failure");
     });

@@ -147,7 +147,7 @@ describe("one batch split across workers", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(
       res.body.results,
-      threads.map((_, i) => ({ score: i })),
+      threads.map((_, i) => ({ outcome: "scored", score: i })),
     );
 
     // a grader warm on one worker only: the split batch warms it on the other one too
@@ -157,7 +157,7 @@ describe("one batch split across workers", () => {
     const split = await call(s.app, "POST", `${base}/double/grade-batch`, { threads });
     assert.deepEqual(
       split.body.results,
-      threads.map((_, i) => ({ score: 2 * i })),
+      threads.map((_, i) => ({ outcome: "scored", score: 2 * i })),
     );
     const warmAfter = (await s.pool.stats()).map((w) => w.warm);
     assert.equal(
@@ -188,7 +188,7 @@ describe("one batch split across workers", () => {
     assert.equal(res.status, 200);
     assert.deepEqual(
       res.body.results,
-      threads.map((_, i) => ({ score: i })),
+      threads.map((_, i) => ({ outcome: "scored", score: i })),
       "every item scored, in place",
     );
     assert.equal(s.pool.restarts, restarts + 1);

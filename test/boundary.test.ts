@@ -43,7 +43,10 @@ describe("results cross as data the host reads itself", () => {
     );
     const [res, ms] = await timed(() => gradeBatch("forge", "tojson", [thread("a"), thread("b")]));
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.results, [{ score: 1 }, { score: 0 }]);
+    assert.deepEqual(res.body.results, [
+      { outcome: "scored", score: 1 },
+      { outcome: "scored", score: 0 },
+    ]);
     assert.ok(ms < BOUND_MS, `answered in ${ms} ms: no work proportional to a forged index`);
   });
 
@@ -75,14 +78,14 @@ describe("results cross as data the host reads itself", () => {
     assert.equal(res.body.results[0].error?.code, "INVALID_SCORE", JSON.stringify(res.body.results[0]));
     assert.match(res.body.results[0].error.message, /__proto__/);
     assert.equal(res.body.results[1].error?.code, "INVALID_SCORE");
-    assert.deepEqual(res.body.results[2], { score: 1, metadata: { fine: true } });
+    assert.deepEqual(res.body.results[2], { outcome: "scored", score: 1, metadata: { fine: true } });
   });
 
   test("a result over 16 KiB of JSON is INVALID_SCORE for its item alone", async () => {
     await create("forge", "huge", `async function grade(t) { return t.completion() === "a" ? { score: 1, reason: "x".repeat(1e6) } : 1 }`);
     const res = await gradeBatch("forge", "huge", [thread("a"), thread("b")]);
     assert.equal(res.body.results[0].error?.code, "INVALID_SCORE");
-    assert.deepEqual(res.body.results[1], { score: 1 });
+    assert.deepEqual(res.body.results[1], { outcome: "scored", score: 1 });
   });
 });
 
@@ -99,9 +102,9 @@ describe("time limits hold inside built-ins V8 does not interrupt", () => {
     assert.ok(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT"].includes(res.body.code), JSON.stringify(res.body));
     assert.ok(ms <= BOUND_MS, `ended after ${Math.round(ms)} ms; the bound is ${BOUND_MS}`);
     const batch = await gradeBatch("slowpoke", "sparse", [thread("x"), thread("x", { attack: true }), thread("x")]);
-    assert.deepEqual(batch.body.results[0], { score: 1 });
+    assert.deepEqual(batch.body.results[0], { outcome: "scored", score: 1 });
     assert.ok(batch.body.results[1].error, JSON.stringify(batch.body.results[1]));
-    assert.deepEqual(batch.body.results[2], { score: 1 }, "the item after the runaway is graded on a fresh worker");
+    assert.deepEqual(batch.body.results[2], { outcome: "scored", score: 1 }, "the item after the runaway is graded on a fresh worker");
   });
 
   test("Error.prepareStackTrace cannot be replaced, so no stack is formatted outside the limit", async () => {
@@ -154,7 +157,7 @@ describe("crashes are contained to the item, and blame only the guilty", () => {
     const res = await gradeBatch("bomber", "bomb", threads);
     for (const [i, r] of res.body.results.entries()) {
       if (i === 17) assert.equal(r.error?.code, "GRADER_MEMORY_LIMIT", JSON.stringify(r));
-      else assert.deepEqual(r, { score: i });
+      else assert.deepEqual(r, { outcome: "scored", score: i });
     }
     assert.equal(await faults("bomber", "bomb"), 1, "one worker death, one fault");
   });
@@ -179,7 +182,10 @@ describe("crashes are contained to the item, and blame only the guilty", () => {
     const healthy = (async () => {
       for (let i = 0; i < 30; i++) {
         const r = await gradeBatch("calm", "healthy", [thread("yes"), thread("no")]);
-        assert.deepEqual(r.body.results, [{ score: 1 }, { score: 0 }]);
+        assert.deepEqual(r.body.results, [
+          { outcome: "scored", score: 1 },
+          { outcome: "scored", score: 0 },
+        ]);
       }
     })();
     const bomb = await call(s.app, "POST", "/v1/projects/bomber/graders/bomb2/grade", { thread: thread("x", { boom: true }) });

@@ -135,7 +135,10 @@ test("the compiled command makes a key; the compiled server registers and grades
     }),
   });
   assert.equal(graded.status, 200);
-  assert.deepEqual(((await graded.json()) as { results: unknown[] }).results, [{ score: 1 }, { score: 0 }]);
+  assert.deepEqual(((await graded.json()) as { results: unknown[] }).results, [
+    { outcome: "scored", score: 1 },
+    { outcome: "scored", score: 0 },
+  ]);
 });
 
 test("/healthz and the console page answer", async () => {

@@ -35,6 +35,7 @@ describe("a grader that imports gradebox/graders", () => {
       threads: [t("42", { expected: "42" }), t("41.8", { expected: "42" }), t("no", { expected: "42" })],
     });
     assert.deepEqual(results[0], {
+      outcome: "scored",
       score: 1,
       reason: "3 of 3 checks passed",
       subscores: [
@@ -104,6 +105,7 @@ describe("combined graders", () => {
       threads: [t("Paris"), t("It is Paris, thanks"), t("London, I believe, is the answer here")],
     });
     assert.deepEqual(results[0], {
+      outcome: "scored",
       score: 1,
       subscores: [
         { name: "has-paris", score: 1, value: 1, weight: 2 / 3 },

@@ -161,7 +161,7 @@ describe("the metadata schema's check is metered", () => {
     // the API is up, and the same endpoint grades metadata within the budget
     assert.equal((await s.app.inject({ method: "GET", url: "/healthz" })).statusCode, 200);
     const ok = await grade("anyof", [thread({ xs: [1, "a"] })]);
-    assert.deepEqual(ok, [{ score: 0.5 }]);
+    assert.deepEqual(ok, [{ outcome: "scored", score: 0.5 }]);
   });
 
   test("three batches over budget quarantine the endpoint grader", async () => {
@@ -184,7 +184,7 @@ describe("the metadata schema's check is metered", () => {
     await endpoint("enum", { properties: { xs: { items: { enum: Array.from({ length: 2400 }, (_, i) => i) } } } });
     const n = 400_000;
     const results = await grade("enum", [thread({ xs: new Array(n).fill(2399) }), thread({ xs: [2400] })]);
-    assert.deepEqual(results[0], { score: 0.5 });
+    assert.deepEqual(results[0], { outcome: "scored", score: 0.5 });
     assert.equal(results[1].error?.code, "INVALID_METADATA");
     assert.match(
       results[1].error?.message ?? "",
@@ -200,7 +200,12 @@ describe("the metadata schema's check is metered", () => {
     await endpoint("batchbudget", { properties: { xs: { items: { not: { type: "string" } } } } });
     const heavy = thread({ xs: new Array(450_000).fill(0) });
     const results = await grade("batchbudget", [heavy, heavy, heavy, heavy, heavy, thread()]);
-    assert.deepEqual(results.slice(0, 4), [{ score: 0.5 }, { score: 0.5 }, { score: 0.5 }, { score: 0.5 }]);
+    assert.deepEqual(results.slice(0, 4), [
+      { outcome: "scored", score: 0.5 },
+      { outcome: "scored", score: 0.5 },
+      { outcome: "scored", score: 0.5 },
+      { outcome: "scored", score: 0.5 },
+    ]);
     assert.match(results[4].error?.message ?? "", /^checking this batch's metadata .* took more than 4000000 units of work in all/);
     assert.match(results[5].error?.message ?? "", /^not checked: an earlier thread of this batch went over the batch budget/);
     assert.equal(await metric(/^gradebox_endpoint_schema_units_total\{endpoint="bounds\/batchbudget"\}/), 4_000_001);
@@ -218,7 +223,7 @@ describe("the metadata schema's check is metered", () => {
       thread({ expected: "4", tags: ["a", "c"] }),
       thread({ expected: "01234567890" }),
     ]);
-    assert.deepEqual(results[0], { score: 0.5 });
+    assert.deepEqual(results[0], { outcome: "scored", score: 0.5 });
     assert.deepEqual(
       results.slice(1).map((r) => r.error?.message),
       [
@@ -282,13 +287,16 @@ describe("replies are bounded before they are parsed", () => {
 
   test("a normal reply, and a compressed one, keep working", async () => {
     await endpoint("fine", undefined);
-    assert.deepEqual(await grade("fine", [thread(), thread()]), [{ score: 0.5 }, { score: 0.5 }]);
+    assert.deepEqual(await grade("fine", [thread(), thread()]), [
+      { outcome: "scored", score: 0.5 },
+      { outcome: "scored", score: 0.5 },
+    ]);
     rewards.reply = (_path, body) => ({
       gzip: gzipSync(JSON.stringify({ responses: (body.requests ?? []).map((q) => ({ reward: 0.25, metadata: { k: "é" }, id: q.id })) })),
     });
     assert.deepEqual(await grade("fine", [thread(), thread()]), [
-      { score: 0.25, metadata: { k: "é" } },
-      { score: 0.25, metadata: { k: "é" } },
+      { outcome: "scored", score: 0.25, metadata: { k: "é" } },
+      { outcome: "scored", score: 0.25, metadata: { k: "é" } },
     ]);
   });
 

@@ -309,7 +309,10 @@ after(async () => {
 async function healthy() {
   const res = await call(s.app, "POST", `${base}/healthy/grade-batch`, { threads: [thread("yes"), thread("no")] });
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.deepEqual(res.body.results, [{ score: 1 }, { score: 0 }]);
+  assert.deepEqual(res.body.results, [
+    { outcome: "scored", score: 1 },
+    { outcome: "scored", score: 0 },
+  ]);
 }
 
 const count = Object.values(corpus).flat().length;
@@ -339,7 +342,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
           assert.equal(res.status, 200, JSON.stringify(res.body));
           const [attacked, plain] = res.body.results;
           if ("score" in h.expect) {
-            assert.deepEqual(attacked, { score: h.expect.score }, "the probe found nothing of the host");
+            assert.deepEqual(attacked, { outcome: "scored", score: h.expect.score }, "the probe found nothing of the host");
           } else {
             const codes = ([] as string[]).concat(h.expect.code);
             assert.ok(
@@ -350,7 +353,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
             assert.doesNotMatch(attacked.error.message, /\/work\/|node_modules|node:internal/, "no host paths in errors");
           }
           // even when the attack took its worker down, the next item of the batch is graded on a fresh one
-          assert.deepEqual(plain, { score: 0.5 }, "the same grader still grades the next item");
+          assert.deepEqual(plain, { outcome: "scored", score: 0.5 }, "the same grader still grades the next item");
           if (h.killsWorker) assert.ok(s.pool.restarts > restarts, "the worker the attack ran in was replaced");
         }
         await during;

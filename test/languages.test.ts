@@ -76,7 +76,7 @@ describe("HTTP", () => {
     assert.deepEqual((await call(s.app, "GET", `${P}/plain/versions`)).body.data[0].language, "typescript");
     assert.equal((await call(s.app, "GET", `${P}/plain/versions/1`)).body.language, "typescript");
     const validated = await call(s.app, "POST", `${P}/validate`, { source: TS, threads: [thread("x")] });
-    assert.deepEqual([validated.status, validated.body.results], [200, [{ score: 1 }]]);
+    assert.deepEqual([validated.status, validated.body.results], [200, [{ outcome: "scored", score: 1 }]]);
   });
 
   test("a language that is not one of typescript, python: 400 INVALID_REQUEST naming the choices, on create, update and validate", async () => {

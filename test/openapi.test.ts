@@ -314,7 +314,19 @@ describe("named schemas and examples", () => {
 
   test("names the wire types, each reached from an operation, and every $ref resolves", () => {
     const names = Object.keys(doc.components.schemas);
-    for (const name of ["Grader", "GraderDetail", "GradeScore", "GradeResult", "GradeError", "CombineMode", "Limits", "Model"])
+    for (const name of [
+      "Grader",
+      "GraderDetail",
+      "GradeResult",
+      "ScoredResult",
+      "AbstainedResult",
+      "Provenance",
+      "BatchSummary",
+      "GradeError",
+      "CombineMode",
+      "Limits",
+      "Model",
+    ])
       assert.ok(names.includes(name), `${name} is named`);
     for (const name of [
       "Secret",

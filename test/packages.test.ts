@@ -97,7 +97,15 @@ console.log(JSON.stringify({ node: process.version, score: one.score, batch: bat
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout);
     assert.ok(Number(out.node.slice(1).split(".")[0]) >= 20);
-    assert.deepEqual(out, { node: out.node, score: 1, batch: [{ score: 1 }, { score: 0 }], local: 1 });
+    assert.deepEqual(out, {
+      node: out.node,
+      score: 1,
+      batch: [
+        { outcome: "scored", score: 1 },
+        { outcome: "scored", score: 0 },
+      ],
+      local: 1,
+    });
   });
 
   const typed = `import { APIError, Gradebox, StringThread, type GradeResponse } from "gradebox";

@@ -47,7 +47,10 @@ test(`${CYCLES} cycles of start, create, grade, delete, a worker killed and repl
           const created = await api("POST", "", { key, language: "python", source: SOURCE(n) });
           assert.equal(created.status, 201, JSON.stringify(created.body));
           const graded = await api("POST", `/${key}/grade-batch`, { threads: [said(String(n)), said("x")] });
-          assert.deepEqual(graded.body.results, [{ score: 1 }, { score: 0 }]);
+          assert.deepEqual(graded.body.results, [
+            { outcome: "scored", score: 1 },
+            { outcome: "scored", score: 0 },
+          ]);
         }
         // a worker killed: the pool starts another, and a Python grader grades on it
         const workers = childPids(server.child.pid as number);
@@ -58,7 +61,7 @@ test(`${CYCLES} cycles of start, create, grade, delete, a worker killed and repl
           regraded = await api("POST", `/py-${cycle}-0/grade-batch`, { threads: [said("0")] });
           if (regraded.status === 200 && JSON.stringify(regraded.body?.results) === JSON.stringify([{ score: 1 }])) break;
         }
-        assert.deepEqual(regraded.body?.results, [{ score: 1 }], JSON.stringify(regraded.body));
+        assert.deepEqual(regraded.body?.results, [{ outcome: "scored", score: 1 }], JSON.stringify(regraded.body));
         for (let n = 0; n < 2; n++) assert.equal((await api("DELETE", `/py-${cycle}-${n}`)).status, 204);
       } finally {
         server.child.kill("SIGTERM");

@@ -170,11 +170,17 @@ if __name__ == "__main__":
     const sample = { thread: thread(" Paris ", { expected: "paris" }) };
     await client.graders.create.function({ key: "evolve", source: EXACT, language: "python", samples: [sample] });
     const dry = await client.graders.update({ graderKey: "evolve", source: LENIENT, dryRun: true });
-    assert.deepEqual([dry.dryRun, dry.version, dry.report], [true, 1, { samples: 1, changed: [{ index: 0, before: 0, after: 1 }] }]);
+    assert.deepEqual(
+      [dry.dryRun, dry.version, dry.report],
+      [true, 1, { samples: 1, changed: [{ index: 0, before: 0, after: 1 }], scores: [{ index: 0, before: 0, after: 1 }] }],
+    );
     const second = await client.graders.update({ graderKey: "evolve", source: LENIENT });
     assert.deepEqual([second.version, second.language, second.report.changed.length], [2, "python", 1]);
     const third = await client.graders.update({ graderKey: "evolve", source: LENIENT_TS, language: "typescript" });
-    assert.deepEqual([third.version, third.language, third.report], [3, "typescript", { samples: 1, changed: [] }]);
+    assert.deepEqual(
+      [third.version, third.language, third.report],
+      [3, "typescript", { samples: 1, changed: [], scores: [{ index: 0, before: 1, after: 1 }] }],
+    );
     assert.deepEqual(
       (await client.graders.versions.list({ graderKey: "evolve" })).map((v) => v.language),
       ["python", "python", "typescript"],

@@ -356,7 +356,14 @@ async function healthy() {
   for (const key of ["healthy-ts", "healthy-py"]) {
     const res = await call(s.app, "POST", `${base}/${key}/grade-batch`, { threads: [thread("yes"), thread("no")] });
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(res.body.results, [{ score: 1 }, { score: 0 }], key);
+    assert.deepEqual(
+      res.body.results,
+      [
+        { outcome: "scored", score: 1 },
+        { outcome: "scored", score: 0 },
+      ],
+      key,
+    );
   }
 }
 
@@ -387,7 +394,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
           const [attacked, plain] = res.body.results;
           const shown = JSON.stringify(attacked).slice(0, 400);
           if ("score" in h.expect) {
-            assert.deepEqual(attacked, { score: h.expect.score }, `the probe found nothing of the host: ${shown}`);
+            assert.deepEqual(attacked, { outcome: "scored", score: h.expect.score }, `the probe found nothing of the host: ${shown}`);
           } else {
             const codes = "code" in h.expect ? ([] as string[]).concat(h.expect.code) : h.expect.safe;
             const harmless = "safe" in h.expect && attacked.score === 0;
@@ -397,7 +404,7 @@ for (const [technique, graders] of Object.entries(corpus)) {
               assert.doesNotMatch(attacked.error.message, /\/work\/|node_modules|node:internal/, "no host paths in errors");
             }
           }
-          assert.deepEqual(plain, { score: 0.5 }, "the same grader still grades the next item");
+          assert.deepEqual(plain, { outcome: "scored", score: 0.5 }, "the same grader still grades the next item");
         }
         await during;
         await healthy();

@@ -51,7 +51,10 @@ describe("versions of a function grader", () => {
     const pinned = await client.graders.grade({ graderKey: "evolving", thread: one, version: 1 });
     assert.deepEqual([pinned.score, pinned.version], [0.1, 1]);
     const batch = await client.graders.gradeBatch({ graderKey: "evolving", threads: [one, one], version: 1 });
-    assert.deepEqual(batch.results, [{ score: 0.1 }, { score: 0.1 }]);
+    assert.deepEqual(batch.results, [
+      { outcome: "scored", score: 0.1 },
+      { outcome: "scored", score: 0.1 },
+    ]);
     assert.equal(batch.version, 1);
   });
 
@@ -85,7 +88,7 @@ describe("versions of a function grader", () => {
     await client.graders.create.function({ key: "same", source: answer(0.3), description: "d" });
     const again = await call(s.app, "PUT", "/v1/projects/ver/graders/same", { source: answer(0.3) });
     assert.equal(again.status, 200);
-    assert.deepEqual([again.body.unchanged, again.body.version, again.body.report], [true, 1, { samples: 0, changed: [] }]);
+    assert.deepEqual([again.body.unchanged, again.body.version, again.body.report], [true, 1, { samples: 0, changed: [], scores: [] }]);
     const sdk = await client.graders.update({ graderKey: "same", source: answer(0.3), description: "d", samples: [] });
     assert.deepEqual([sdk.unchanged, sdk.version], [true, 1], "the same description and (no) samples are the same settings");
     await client.graders.lock({ graderKey: "same", locked: true });
@@ -242,7 +245,16 @@ describe("sample threads", () => {
     const dry = await client.graders.update({ graderKey: "lenient", source: trims, dryRun: true });
     assert.equal(dry.dryRun, true);
     assert.equal(dry.version, 1, "a dry run stores nothing");
-    assert.deepEqual(dry.report, { samples: 3, changed: [{ index: 1, before: 0, after: 1 }] });
+    assert.deepEqual(dry.report, {
+      samples: 3,
+      changed: [{ index: 1, before: 0, after: 1 }],
+      // every sample, for the console's before/after chart
+      scores: [
+        { index: 0, before: 1, after: 1 },
+        { index: 1, before: 0, after: 1 },
+        { index: 2, before: 0, after: 0 },
+      ],
+    });
     assert.equal((await client.graders.get({ graderKey: "lenient" })).version, 1);
 
     const real = await client.graders.update({ graderKey: "lenient", source: trims });
@@ -250,6 +262,6 @@ describe("sample threads", () => {
     assert.deepEqual(real.report.changed, [{ index: 1, before: 0, after: 1 }]);
     // version 2 carries the samples: an update back reports the change the other way
     const back = await client.graders.update({ graderKey: "lenient", source: expects, dryRun: true });
-    assert.deepEqual(back.report, { samples: 3, changed: [{ index: 1, before: 1, after: 0 }] });
+    assert.deepEqual(back.report.changed, [{ index: 1, before: 1, after: 0 }]);
   });
 });

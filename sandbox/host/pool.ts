@@ -18,7 +18,7 @@ import { packBatch } from "../protocol/batch.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
 import type { GradeOutcome, Language } from "../validate/checks.ts";
-import { type PoolOptions, type Sandbox, SandboxUnavailableError, type WorkerStats } from "./sandbox.ts";
+import { type GradeOptions, type PoolOptions, type Sandbox, SandboxUnavailableError, type WorkerStats } from "./sandbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Supervisor } from "./supervisor.ts";
 import { VALIDATION_ID } from "./tasks.ts";
@@ -69,7 +69,7 @@ export class SandboxPool extends EventEmitter implements Sandbox {
    * split across the workers that are idle now, so one large batch uses every core; a worker
    * lost under one part costs only that part's running item.
    */
-  async gradeBatch(grader: GraderCode, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+  async gradeBatch(grader: GraderCode, threads: readonly WireThread[], _options: GradeOptions = {}): Promise<GradeOutcome[]> {
     if (this.workers.closing) throw new SandboxUnavailableError("the sandbox is shut down");
     const idle = this.workers.grading().filter((w) => !w.running).length - this.scheduler.queued;
     const parts = this.scheduler.trust.trusted(grader.id) ? Math.min(idle, Math.floor(threads.length / MIN_PART)) : 1;

@@ -14,7 +14,17 @@ import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";
 import { MAX_METADATA_DEPTH } from "../schemas.ts";
-import { itemErrorOf, outcomeLabel, statusError, transportError, Upstream, UpstreamError } from "../upstream.ts";
+import {
+  DeadlineError,
+  deadlineAbstention,
+  itemErrorOf,
+  type OutboundOptions,
+  outcomeLabel,
+  statusError,
+  transportError,
+  Upstream,
+  UpstreamError,
+} from "../upstream.ts";
 import { compileMetadataSchema, MAX_SCHEMA_BYTES, type MetadataCheck, SchemaRefused } from "./metadata-schema.ts";
 import { SchemaBudgetExceeded, SchemaMeter } from "./metered-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
@@ -130,7 +140,7 @@ export class Endpoints {
     return handle;
   }
 
-  async grade(target: EndpointTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+  async grade(target: EndpointTarget, threads: readonly WireThread[], { deadline }: OutboundOptions = {}): Promise<GradeOutcome[]> {
     const { spec } = target;
     const { upstream, check } = this.handle(target);
     const label = `${target.project}/${target.key}`;
@@ -145,17 +155,23 @@ export class Endpoints {
       calls.map(async (items) => {
         const started = performance.now();
         try {
-          const results = await upstream.withSlot(() =>
-            upstream.call(async (signal) => {
-              const headers = await this.headersFor(target.project, spec);
-              return spec.batch
-                ? this.batchScore(spec, items.map(request), signal, headers)
-                : this.score(spec, request(items[0]), signal, headers);
-            }),
+          const results = await upstream.withSlot(
+            () =>
+              upstream.call(async (signal) => {
+                const headers = await this.headersFor(target.project, spec);
+                return spec.batch
+                  ? this.batchScore(spec, items.map(request), signal, headers)
+                  : this.score(spec, request(items[0]), signal, headers);
+              }, deadline),
+            deadline,
           );
           this.metrics.endpointCall(label, "ok", (performance.now() - started) / 1000);
           for (const [k, i] of items.entries()) outcomes[i] = results[k];
         } catch (error) {
+          if (error instanceof DeadlineError) {
+            for (const i of items) outcomes[i] = deadlineAbstention();
+            return;
+          }
           this.metrics.endpointCall(label, outcomeLabel(error), (performance.now() - started) / 1000);
           const item = itemErrorOf(error, { unavailable: "ENDPOINT_UNAVAILABLE", invalid: "ENDPOINT_INVALID_RESPONSE" });
           for (const i of items) outcomes[i] = { error: item };

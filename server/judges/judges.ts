@@ -7,7 +7,7 @@ import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";
-import { itemErrorOf, outcomeLabel, UpstreamError } from "../upstream.ts";
+import { DeadlineError, deadlineAbstention, itemErrorOf, type OutboundOptions, outcomeLabel, UpstreamError } from "../upstream.ts";
 import {
   type Ask,
   binaryPrompt,
@@ -108,49 +108,56 @@ export class Judges {
     return true;
   }
 
-  async grade(target: JudgeTarget, threads: readonly WireThread[]): Promise<GradeOutcome[]> {
+  async grade(target: JudgeTarget, threads: readonly WireThread[], { deadline }: OutboundOptions = {}): Promise<GradeOutcome[]> {
     const client = await this.client(target.modelId);
     const label = `${target.project}/${client.spec.key}`;
     // a template that blew its budget once fails the rest of the batch without rendering again
     let budgetBlown: ItemError | undefined;
     return Promise.all(
       threads.map((thread) =>
-        client.upstream.withSlot(async (): Promise<GradeOutcome> => {
-          if (budgetBlown) return { error: budgetBlown };
-          const usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
-          const ask = this.asker(client, label, usage);
-          try {
-            const { spec } = target;
-            const scored =
-              spec.type === "binary"
-                ? await gradeBinary(ask, binaryPrompt(spec, this.template(target), thread))
-                : spec.type === "prebuilt"
-                  ? await gradePrebuilt(ask, spec, thread)
-                  : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
-            if ("invalid" in scored) return { error: { code: "INVALID_SCORE", message: scored.invalid } };
-            return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
-          } catch (error) {
-            const item = judgeItemError(error);
-            // one fault per batch: the items after it are not rendered
-            if (!budgetBlown && this.faultIfOverBudget(target, error)) {
-              budgetBlown = {
-                code: item.code,
-                message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${BUDGET_TEXT} characters`,
-              };
+        client.upstream
+          .withSlot(async (): Promise<GradeOutcome> => {
+            if (budgetBlown) return { error: budgetBlown };
+            const usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+            const ask = this.asker(client, label, usage, deadline);
+            try {
+              const { spec } = target;
+              const scored =
+                spec.type === "binary"
+                  ? await gradeBinary(ask, binaryPrompt(spec, this.template(target), thread))
+                  : spec.type === "prebuilt"
+                    ? await gradePrebuilt(ask, spec, thread)
+                    : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
+              if ("invalid" in scored) return { error: { code: "INVALID_SCORE", message: scored.invalid } };
+              return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
+            } catch (error) {
+              if (error instanceof DeadlineError) return deadlineAbstention();
+              const item = judgeItemError(error);
+              // one fault per batch: the items after it are not rendered
+              if (!budgetBlown && this.faultIfOverBudget(target, error)) {
+                budgetBlown = {
+                  code: item.code,
+                  message: `the template was not rendered for this thread: an earlier thread of this batch went over its budget of ${BUDGET_TEXT} characters`,
+                };
+              }
+              return { error: item };
             }
-            return { error: item };
-          }
-        }),
+          }, deadline)
+          .catch((error) => {
+            // still waiting for a slot when the deadline came: never sent
+            if (error instanceof DeadlineError) return deadlineAbstention();
+            throw error;
+          }),
       ),
     );
   }
 
   /** Asks for JSON, re-asks once on an unreadable reply, and meters every call. */
-  private asker(client: ModelClient, label: string, usage: Usage): Ask {
+  private asker(client: ModelClient, label: string, usage: Usage, deadline?: AbortSignal): Ask {
     const call = async (messages: ChatMessage[], schema: { name: string; schema: Record<string, unknown> }) => {
       const started = performance.now();
       try {
-        const reply = await client.chat(messages, schema);
+        const reply = await client.chat(messages, schema, deadline);
         usage.promptTokens += reply.usage.promptTokens;
         usage.completionTokens += reply.usage.completionTokens;
         usage.totalTokens += reply.usage.totalTokens;

@@ -100,7 +100,11 @@ export class ModelClient {
   }
 
   /** One chat completion (retried as the Upstream allows); JSON per `schema` where the server supports it. */
-  async chat(messages: ChatMessage[], schema?: { name: string; schema: Record<string, unknown> }): Promise<ChatReply> {
+  async chat(
+    messages: ChatMessage[],
+    schema?: { name: string; schema: Record<string, unknown> },
+    deadline?: AbortSignal,
+  ): Promise<ChatReply> {
     return this.upstream.call(async (signal) => {
       let key: string | undefined;
       try {
@@ -146,7 +150,7 @@ export class ModelClient {
         content: parsed.data.choices[0].message.content ?? "",
         usage: { promptTokens, completionTokens, totalTokens: usage.total_tokens ?? promptTokens + completionTokens },
       };
-    });
+    }, deadline);
   }
 }
 

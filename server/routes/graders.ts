@@ -8,6 +8,7 @@ import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
+import { groupsOf } from "../groups.ts";
 import { named } from "../openapi.ts";
 import { toResults } from "../results.ts";
 import {
@@ -367,6 +368,7 @@ export async function graderRoutes(
       const started = performance.now();
       const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, [req.body.thread], {
         version: req.body.version,
+        ...(req.body.onUnavailable ? { onUnavailable: req.body.onUnavailable } : {}),
         route: "grade",
       });
       const [outcome] = outcomes;
@@ -429,6 +431,7 @@ export async function graderRoutes(
             ...IN_PROJECT,
             ...WITH_BODY,
             "BATCH_TOO_LARGE",
+            "GROUP_REQUIRED",
             "GRADER_NOT_FOUND",
             "VERSION_NOT_FOUND",
             "GRADER_QUARANTINED",
@@ -437,14 +440,29 @@ export async function graderRoutes(
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       checkBatch(req.body.threads.length, config);
       const started = performance.now();
-      const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, req.body.threads, {
+      const { threads, deadlineMs, onUnavailable } = req.body;
+      const grouping = groupsOf(threads, req.body);
+      // the deadline counts from the request's arrival: reading a large body is part of the wait
+      const deadlineAt = deadlineMs === undefined ? undefined : Math.round(Date.now() - reply.elapsedTime + deadlineMs);
+      const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, threads, {
         version: req.body.version,
         route: "grade-batch",
+        ...(deadlineAt === undefined ? {} : { deadlineAt }),
+        ...(grouping ? { grouping } : {}),
+        ...(onUnavailable ? { onUnavailable } : {}),
       });
-      return { results: toResults(outcomes), durationMs: Math.round((performance.now() - started) * 1000) / 1000, version, provenance };
+      const late =
+        deadlineAt === undefined ? 0 : outcomes.filter((o) => "abstained" in o && o.abstained.code === "DEADLINE_EXCEEDED").length;
+      return {
+        results: toResults(outcomes),
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        version,
+        provenance,
+        ...(deadlineAt === undefined ? {} : { deadlineExceeded: late }),
+      };
     },
   );
 

@@ -31,6 +31,8 @@ export interface ResolvedPart extends Part {
   /** function parts: the language of `compiled` (the pinned version's, or the current one's) */
   language?: Language;
   compiled: string;
+  /** SHA-256 of the graded version's source (a function part) or of the part's definition */
+  sourceSha256: string;
   quarantinedAt: string | null;
   /** judge parts */
   judge?: JudgeSpec;
@@ -143,7 +145,8 @@ const SQL = {
   insertPart: "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
   parts: `SELECT g.id, g.key AS "graderKey", g.kind, g.config, g.model_id AS "modelId", coalesce(p.part_version, g.version) AS version,
                  CASE WHEN p.part_version IS NULL THEN 0 ELSE 1 END AS pinned,
-                 coalesce(v.compiled, g.compiled) AS compiled, coalesce(v.language, g.language) AS language, g.quarantined_at AS "quarantinedAt", p.name, p.weight
+                 coalesce(v.compiled, g.compiled) AS compiled, coalesce(v.language, g.language) AS language,
+                 coalesce(v.source_sha256, g.source_sha256) AS "sourceSha256", g.quarantined_at AS "quarantinedAt", p.name, p.weight
           FROM grader_parts p JOIN graders g ON g.id = p.part_id
           LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
           WHERE p.combined_id = ? ORDER BY p.position`,
