@@ -9,9 +9,26 @@ import { existsSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import * as esbuild from "esbuild";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { localSummary } from "../console/local-summary.ts";
 import type { UpdateResult } from "../sdk/index.ts";
 import { call, repoRoot, startServer, type TestServer, thread } from "./support/helpers.ts";
+
+/**
+ * What the charts bundle puts on a page's globalThis. Typed here, not imported: the map of rooms
+ * (docs/DESIGN.md) has no arrow from test/ to console/, whose modules only a browser runs.
+ */
+type OnPage = {
+  charts: {
+    drawInto(box: HTMLElement, draw: (width: number) => SVGSVGElement): void;
+    beforeAfterChart(scores: unknown[], width: number): SVGSVGElement;
+    histogramChart(summary: unknown, width: number): SVGSVGElement;
+    outcomeList(summary: unknown): HTMLElement;
+  };
+  abstainedRow(i: number, abstained: { code: string; reason: string }): HTMLTableRowElement;
+  localSummary(
+    results: unknown[],
+    bins?: number,
+  ): { histogram: { edges: number[]; counts: number[] } | null; outcomes: Record<string, number> };
+};
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const P = "/v1/projects/charts";
@@ -296,12 +313,13 @@ test("an update with samples draws each sample's score before and after (a point
   assert.equal(await page.isVisible("#update-report"), false);
 });
 
-test("the charts module alone, on a report with abstentions and scores outside 0..1, and a run with nothing scored", async () => {
+test("the charts module alone, on a report with abstentions and scores outside 0..1, a run with nothing scored, and the page's own histogram", async () => {
   // bundled as the console is, then called with values the sandbox of this branch cannot produce yet
   const built = await esbuild.build({
     stdin: {
       contents:
-        "import * as charts from './console/charts.ts'; import { abstainedRow } from './console/panels/results.ts'; Object.assign(globalThis, { charts, abstainedRow });",
+        "import * as charts from './console/charts.ts'; import { abstainedRow } from './console/panels/results.ts'; " +
+        "import { localSummary } from './console/local-summary.ts'; Object.assign(globalThis, { charts, abstainedRow, localSummary });",
       resolveDir: repoRoot,
       loader: "ts",
     },
@@ -322,7 +340,7 @@ test("the charts module alone, on a report with abstentions and scores outside 0
       { index: 2, before: -1, after: "DEADLINE_EXCEEDED" },
     ];
     const drawn = await lone.evaluate((scores) => {
-      const w = globalThis as unknown as { charts: typeof import("../console/charts.ts") };
+      const w = globalThis as unknown as OnPage;
       const box = document.getElementById("box") as HTMLElement;
       w.charts.drawInto(box, (width) => w.charts.beforeAfterChart(scores, width));
       return {
@@ -349,10 +367,7 @@ test("the charts module alone, on a report with abstentions and scores outside 0
     assert.ok(two < minusOne && minusOne < abstained, "2 over -1 over the abstentions' lane");
 
     const empty = await lone.evaluate(() => {
-      const w = globalThis as unknown as {
-        charts: typeof import("../console/charts.ts");
-        abstainedRow: typeof import("../console/panels/results.ts").abstainedRow;
-      };
+      const w = globalThis as unknown as OnPage;
       const summary = { count: 2, outcomes: { scored: 0, error: 0, abstained: 2 }, histogram: null };
       const svg = w.charts.histogramChart(summary, 400);
       const list = w.charts.outcomeList(summary);
@@ -370,22 +385,28 @@ test("the charts module alone, on a report with abstentions and scores outside 0
       counts: ["scored=0", "error=0", "abstained=2"],
       row: ["abstained", "DEADLINE_EXCEEDED", "1–abstained DEADLINE_EXCEEDED: the batch's deadline came first"],
     });
+
+    // the page's own summary (until sdk/summary.ts): ten bins over 0..1, a score on an edge in the
+    // bin it starts, 1 in the last; a score outside 0..1 widens the range to hold it
+    const local = await lone.evaluate(() => {
+      const w = globalThis as unknown as OnPage;
+      const results = [0, 0.3, 0.7, 0.1, 0.2, 1, 0.9999].map((score) => ({ outcome: "scored", score }));
+      results.push({ outcome: "error", error: { code: "GRADER_ERROR", message: "x" } } as never);
+      return {
+        unit: w.localSummary(results),
+        wide: w.localSummary(
+          [-1, 3].map((score) => ({ outcome: "scored", score })),
+          4,
+        ),
+        none: w.localSummary([]),
+      };
+    });
+    assert.deepEqual(local.unit.histogram?.counts, [1, 1, 1, 1, 0, 0, 0, 1, 0, 2]);
+    assert.equal(local.unit.histogram?.edges.length, 11);
+    assert.deepEqual(local.unit.outcomes, { scored: 7, error: 1, abstained: 0 });
+    assert.deepEqual(local.wide.histogram, { edges: [-1, 0, 1, 2, 3], counts: [1, 0, 0, 1] });
+    assert.equal(local.none.histogram, null);
   } finally {
     await lone.close();
   }
-});
-
-test("the page's own histogram (until sdk/summary.ts): ten bins over 0..1, a score on an edge in the bin it starts, 1 in the last", () => {
-  const scored = (score: number) => ({ outcome: "scored" as const, score });
-  const summary = localSummary([
-    ...[0, 0.3, 0.7, 0.1, 0.2, 1, 0.9999].map(scored),
-    { outcome: "error", error: { code: "GRADER_ERROR", message: "x" } },
-  ]);
-  assert.deepEqual(summary.histogram?.counts, [1, 1, 1, 1, 0, 0, 0, 1, 0, 2]);
-  assert.equal(summary.histogram?.edges.length, 11);
-  assert.deepEqual(summary.outcomes, { scored: 7, error: 1, abstained: 0 });
-  // a score outside 0..1 widens the range to hold it
-  const wide = localSummary([-1, 3].map(scored), 4);
-  assert.deepEqual(wide.histogram, { edges: [-1, 0, 1, 2, 3], counts: [1, 0, 0, 1] });
-  assert.equal(localSummary([]).histogram, null);
 });
