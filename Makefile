@@ -7,7 +7,7 @@ NODE := node --no-node-snapshot --import tsx
 ALL_TESTS := $(sort $(wildcard test/*.test.ts))
 TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
 # the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
-SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console packages python-client multinode infra cli-bundle docs offheap install python-exit))
+SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console console-charts packages python-client multinode infra cli-bundle docs offheap install python-exit))
 
 .PHONY: install run build test test-fast test-postgres check bench soak clean package
 

@@ -38,6 +38,8 @@ export async function open(key: string): Promise<void> {
   $("#lock-reason").textContent = `Locked: unlock it to delete${g.kind === "function" ? " or edit" : ""}`;
   inBox($("#detail-error"))();
   inBox($("#diff-error"))();
+  // an update's chart belongs to the moment after it: whoever saved shows it again after opening
+  $("#update-report").hidden = true;
   const source =
     g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
   $("#source-block").hidden = !!(g.judge || g.endpoint);

@@ -6,6 +6,7 @@ import { fail, inBox, showError, status } from "../feedback.ts";
 import { parseItems } from "../parse.ts";
 import { state } from "../state.ts";
 import { open } from "./detail.ts";
+import { showReport } from "./versions.ts";
 
 /** Shows the create panel: empty for a new grader, or holding a grader's source to save as its next version. */
 function showEditor(update?: { key: string; source: string; language: Language; description: string }): void {
@@ -55,6 +56,7 @@ async function create(mode: "create" | "update"): Promise<void> {
     const changed = report?.samples ? `; ${report.changed.length} of ${report.samples} samples changed score` : "";
     status(`${what} ${g.key}${g.warnings.length ? ` (${g.warnings.length} warnings)` : ""}${changed}`, true);
     await open(g.key);
+    if (report && !(g as UpdateResult).unchanged) showReport(report, `the update to version ${g.version}`);
   } catch (error) {
     showError(box, error, source, language, mode === "update" ? "save" : undefined);
   }

@@ -21,6 +21,22 @@ export function sourceRow(source: string, line: number, column: number): HTMLTab
   return tr;
 }
 
+/**
+ * An abstention's row: no score (a dash, never 0), then its code as a badge and the reason. The
+ * row's class says so for the styles and the tests.
+ */
+export function abstainedRow(i: number, abstained: { code: string; reason: string }): HTMLTableRowElement {
+  const tr = row([String(i + 1)]);
+  tr.className = "abstained";
+  tr.dataset.code = abstained.code;
+  const score = el("td", "–", "no-score");
+  score.title = "no score: abstained";
+  const td = el("td");
+  td.append(el("span", "abstained", "abstain-badge"), " ", el("code", abstained.code), `: ${abstained.reason}`);
+  tr.append(score, td);
+  return tr;
+}
+
 /** A judge's verdict as a badge: PASS, MET, SUPPORTED, RELEVANT, or their opposites. */
 function verdictBadge(verdict: string): HTMLSpanElement {
   return el("span", verdict, `verdict ${verdict.toLowerCase().replace(/[^a-z]+/g, "-")}`);

@@ -1,19 +1,59 @@
 // The test payload: grade pasted or uploaded threads with the open grader (or a pinned version of
 // it) or with the unsaved source in the editor, and show a judge's prompt for the first thread.
 
-import type { GradeResult } from "../../sdk/index.ts";
+import type { GradeBatchResponse, Gradebox, GradeResult } from "../../sdk/index.ts";
+import type { WireThread } from "../../sdk/thread.ts";
+import type { BatchSummary } from "../../sdk/wire.ts";
+import { drawInto, type HistogramSummary, histogramChart, outcomeList } from "../charts.ts";
 import { $, el, row, val } from "../dom.ts";
 import { fail, inBox, position, status } from "../feedback.ts";
+import { localSummary } from "../local-summary.ts";
 import { parseThreads } from "../parse.ts";
 import { state } from "../state.ts";
 import { editorLanguage } from "./editor.ts";
-import { scoreRow, sourceRow } from "./results.ts";
+import { abstainedRow, scoreRow, sourceRow } from "./results.ts";
+
+/** Room left under the server's body limit for what the SDK adds (as its own split keeps). */
+const BODY_MARGIN_BYTES = 1024;
+
+/**
+ * A stored grader's batch with the server's summary (`summary: true`): one request when the batch
+ * is within the server's limits, as the SDK's gradeBatch does not send `summary` yet; a larger one
+ * goes through gradeBatch, which splits it, and is summarised in the page.
+ */
+async function gradeStored(
+  client: Gradebox,
+  graderKey: string,
+  threads: WireThread[],
+  version: number | undefined,
+): Promise<GradeBatchResponse & { summary?: BatchSummary }> {
+  const limits = await client.limits();
+  const body = JSON.stringify({ threads, ...(version === undefined ? {} : { version }), summary: true });
+  if (threads.length > limits.maxBatchThreads || new TextEncoder().encode(body).length > limits.maxBodyBytes - BODY_MARGIN_BYTES) {
+    return client.graders.gradeBatch({ graderKey, threads, version });
+  }
+  const path = `/v1/projects/${encodeURIComponent(client.project)}/graders/${encodeURIComponent(graderKey)}/grade-batch`;
+  return client.request("POST", path, { rawBody: body, retry: true });
+}
+
+/** The run's histogram and its counts by outcome, above the rows; hidden before a run. */
+function showSummary(summary: HistogramSummary | undefined): void {
+  const figure = $("#test-summary");
+  figure.hidden = !summary;
+  if (!summary) return;
+  const n = summary.count;
+  $("#test-summary figcaption").textContent =
+    `Scores of this run: ${summary.outcomes.scored} of ${n} thread${n === 1 ? "" : "s"} scored${summary.histogram ? "" : " (nothing to chart)"}`;
+  $("#test-summary .outcomes-box").replaceChildren(outcomeList(summary));
+  drawInto($("#test-histogram"), (width) => histogramChart(summary, width));
+}
 
 async function runTest(): Promise<void> {
   const { client } = state;
   if (!client) return;
   const body = $("#results tbody");
   body.replaceChildren();
+  showSummary(undefined);
   inBox($("#test-error"))();
   try {
     const { items, notes } = parseThreads(val("#threads"));
@@ -27,6 +67,8 @@ async function runTest(): Promise<void> {
       );
     const target = ($<HTMLInputElement>('input[name="target"]:checked').value ?? "stored") as "stored" | "source";
     let results: GradeResult[] = [];
+    /** the server's summary of the run, when it sent one */
+    let summary: BatchSummary | undefined;
     /** the source that graded them, for the line an error points at */
     let sourceOf: () => Promise<string | undefined>;
     if (target === "source") {
@@ -37,8 +79,9 @@ async function runTest(): Promise<void> {
       const { selected } = state;
       if (!selected) throw new Error("select a grader in the list first");
       const pinned = $<HTMLInputElement>("#test-version").value.trim();
-      const graded = await client.graders.gradeBatch({ graderKey: selected, threads, version: pinned ? Number(pinned) : undefined });
+      const graded = await gradeStored(client, selected, threads, pinned ? Number(pinned) : undefined);
       results = graded.results;
+      summary = graded.summary;
       const [versions, graderKey, version] = [client.graders.versions, selected, graded.version];
       sourceOf = async () => (await versions.get({ graderKey, version }).catch(() => undefined))?.source;
     }
@@ -56,17 +99,14 @@ async function runTest(): Promise<void> {
         }
         const r = results[next++];
         if ("score" in r) return [scoreRow(i, r)];
-        if ("abstained" in r) {
-          const tr = row([String(item.n), "", `abstained ${r.abstained.code}: ${r.abstained.reason}`]);
-          tr.className = "abstained";
-          return [tr];
-        }
+        if ("abstained" in r) return [abstainedRow(i, r.abstained)];
         const tr = row([String(item.n), "", `${r.error.code}: ${r.error.message}${position(r.error)}`]);
         tr.className = "error";
         if (r.error.line === undefined || source === undefined) return [tr];
         return [tr, sourceRow(source, r.error.line, r.error.column ?? 1)];
       }),
     );
+    showSummary(summary ?? localSummary(results));
     const skipped = items.length - threads.length;
     status(
       `graded ${results.length} thread${results.length === 1 ? "" : "s"}${skipped ? `; ${skipped} line${skipped === 1 ? " is" : "s are"} not a thread (marked)` : ""}`,

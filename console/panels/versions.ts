@@ -1,6 +1,9 @@
-// A function grader's versions: the table (restore any but the current one) and the diff of two.
+// A function grader's versions: the table (restore any but the current one), the diff of two, and
+// the chart of how its samples scored before and after an update or a restore.
 
 import { createTwoFilesPatch } from "diff";
+import type { UpdateReport } from "../../sdk/wire.ts";
+import { beforeAfterChart, beforeAfterLegend, drawInto } from "../charts.ts";
 import { $, renderDiff, row, rowOf, when } from "../dom.ts";
 import { fail, inBox, status, underRow } from "../feedback.ts";
 import { state } from "../state.ts";
@@ -51,12 +54,29 @@ export async function showVersions(key: string, current: number, locked: boolean
   }
 }
 
+/**
+ * Under the open grader, after an update or a restore that graded its samples: each sample's score
+ * before and after, as a chart (opening a grader hides it). `what`: the update, in words.
+ */
+export function showReport(report: UpdateReport, what: string): void {
+  const figure = $("#update-report");
+  figure.hidden = report.samples === 0;
+  if (figure.hidden) return;
+  const changed = report.changed.length;
+  $("#update-report figcaption").textContent = `Samples before and after ${what}: ${changed} of ${report.samples} changed`;
+  // the legend after the chart's box, so a redraw at a new width replaces only the chart
+  figure.querySelector(".legend")?.remove();
+  figure.append(beforeAfterLegend(report.scores));
+  drawInto($("#update-chart"), (width) => beforeAfterChart(report.scores, width));
+}
+
 async function restore(key: string, version: number): Promise<void> {
   if (!state.client) return;
   try {
     const g = await state.client.graders.versions.restore({ graderKey: key, version });
     status(`restored version ${version} of ${key} as version ${g.version}`, true);
     await open(key);
+    if (!g.unchanged) showReport(g.report, `restoring version ${version} as version ${g.version}`);
   } catch (error) {
     fail(error, underRow(rowOf("#versions", String(version), "version"), $("#diff-error")), "cannot restore: ", "save");
   }
