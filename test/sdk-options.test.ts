@@ -172,7 +172,7 @@ describe("gradeBatch with groups, a deadline and a summary, split over the limit
   before(() =>
     client.graders.create.function({
       key: parts,
-      source: "async (t) => { const i = Number(t.metadata.i ?? 0); return { score: i, subscores: [{ name: \"half\", score: i / 2 }] }; }",
+      source: 'async (t) => { const i = Number(t.metadata.i ?? 0); return { score: i, subscores: [{ name: "half", score: i / 2 }] }; }',
     }),
   );
   after(() => client.graders.delete({ graderKey: parts }));
