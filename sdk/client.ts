@@ -3,6 +3,7 @@
 
 import { APIConnectionError, APITimeoutError, APIUserAbortError, errorFromResponse, GradeboxError, NotFoundError } from "./errors.ts";
 import { functionSource, languageOfFile } from "./source.ts";
+import { componentsOf, groupIndexes, summarize } from "./summary.ts";
 import { StringThread, type WireThread } from "./thread.ts";
 import { defaultTransport, type Transport, type TransportResponse } from "./transport.ts";
 import type {
@@ -16,8 +17,10 @@ import type {
   CreateModelParams,
   CreatePrebuiltJudgeParams,
   CreateRubricJudgeParams,
+  GradeBatchOptions,
   GradeBatchResponse,
   GradeResponse,
+  GradeResult,
   Grader,
   GraderPage,
   GraderSourceInput,
@@ -27,6 +30,7 @@ import type {
   JudgePrompt,
   Limits,
   Model,
+  OnUnavailable,
   Sample,
   Secret,
   SetSecretParams,
@@ -135,7 +139,8 @@ export class Gradebox {
   readonly keys: Keys;
   private readonly apiKey: string | undefined;
   private readonly transport: Transport;
-  private readonly timeout: number;
+  /** @internal per attempt, in ms, unless a request says otherwise */
+  readonly timeout: number;
   private readonly maxRetries: number;
 
   constructor(options: ClientOptions = {}) {
@@ -287,12 +292,29 @@ const DEFAULT_BATCH_CONCURRENCY = 4;
 /** Room left in a split part's body for the envelope and version. */
 const BODY_MARGIN_BYTES = 1024;
 
-export interface GradeBatchParams {
+/** Time the client waits for a batch's answer beyond its deadline, unless the request sets its own timeout. */
+const DEADLINE_SLACK_MS = 10_000;
+
+export interface GradeBatchParams extends GradeBatchOptions {
   graderKey: string;
   threads: ThreadInput[];
   version?: number;
   /** parts in flight at once when the batch is split (default 4) */
   concurrency?: number;
+  /**
+   * answer within this many ms of the call: every result finished by then, every other thread
+   * abstained with DEADLINE_EXCEEDED (a split batch's parts each get the time left; the request's
+   * timeout is raised to cover it unless `timeout` is given)
+   */
+  deadlineMs?: number;
+  /** judge and endpoint graders: a model or endpoint that does not answer is an error ("error", default) or an abstention */
+  onUnavailable?: OnUnavailable;
+  /** group the threads by this metadata field (e.g. prompt_id): a group grader grades each group whole; a split never cuts a group */
+  groupBy?: string;
+  /** or explicit groups: one group index per thread */
+  groups?: number[];
+  /** add the batch's summary (true, or {bins, threshold, answerKey}); recomputed over the whole batch when it was split */
+  summary?: GradeBatchOptions["summary"];
 }
 
 export class Graders {
@@ -391,36 +413,72 @@ export class Graders {
     await this.client.request("DELETE", this.keyPath(graderKey), { retry: true, options });
   }
 
-  /** Grades one thread (with `version`, that stored version); a grader failure throws GraderRuntimeError with its code. */
+  /**
+   * Grades one thread (with `version`, that stored version); a grader failure throws
+   * GraderRuntimeError with its code, an abstention GraderAbstainedError (`.abstained`: code and
+   * reason): a single thread's answer is a score or nothing.
+   */
   grade(
-    { graderKey, thread, version }: { graderKey: string; thread: ThreadInput; version?: number },
+    {
+      graderKey,
+      thread,
+      version,
+      onUnavailable,
+    }: { graderKey: string; thread: ThreadInput; version?: number; onUnavailable?: OnUnavailable },
     options?: RequestOptions,
   ): Promise<GradeResponse> {
     return this.client.request("POST", this.keyPath(graderKey, "/grade"), {
-      body: { thread: toWire(thread), ...(version === undefined ? {} : { version }) } satisfies RequestBody<"graders.grade">,
+      body: {
+        thread: toWire(thread),
+        ...(version === undefined ? {} : { version }),
+        ...(onUnavailable === undefined ? {} : { onUnavailable }),
+      } satisfies RequestBody<"graders.grade">,
       retry: true,
       options,
     });
   }
 
   /**
-   * Grades many threads; results come back in input order, each a score or an error. A batch over the
-   * server's limits (`client.limits()`: threads per request, body bytes) is sent as several requests:
-   * the first, then the rest `concurrency` at a time pinned to the version that graded the first, so
-   * one version grades them all; the first failure stops the rest. `durationMs` is the whole call's.
+   * Grades many threads; results come back in input order, each a score, an error or an
+   * abstention (`outcome`). A batch over the server's limits (`client.limits()`: threads per
+   * request, body bytes) is sent as several requests: the first, then the rest `concurrency` at a
+   * time pinned to the version that graded the first, so one version grades them all; the first
+   * failure stops the rest. A split cuts only between groups (`groupBy`, `groups`): a group larger
+   * than the server's limit fails the call before anything is sent. With `deadlineMs`, each part is
+   * sent with the time left, and a part whose time is gone before it is sent is abstained with
+   * DEADLINE_EXCEEDED without a request. A split batch's `components` and `summary` are computed
+   * here over all its results, `provenance` is the first part's; `durationMs` is the whole call's.
    */
-  async gradeBatch(
-    { graderKey, threads, version, concurrency = DEFAULT_BATCH_CONCURRENCY }: GradeBatchParams,
-    options?: RequestOptions,
-  ): Promise<GradeBatchResponse> {
+  async gradeBatch(params: GradeBatchParams, options?: RequestOptions): Promise<GradeBatchResponse> {
+    const { graderKey, threads, version, concurrency = DEFAULT_BATCH_CONCURRENCY, groups, groupBy, deadlineMs, summary } = params;
+    if (groups !== undefined && groups.length !== threads.length) {
+      throw new GradeboxError(`groups must hold one group index per thread (${groups.length} for ${threads.length} threads)`);
+    }
+    const started = Date.now();
     const path = this.keyPath(graderKey, "/grade-batch");
+    /** the deadline's time left, for a request sent now (at least 1 ms: the server's minimum) */
+    const left = () => (deadlineMs === undefined ? undefined : Math.max(1, Math.round(deadlineMs - (Date.now() - started))));
     /** one request; a server that does not answer one result per thread is refused */
-    const post = async (rawBody: string, count: number) => {
-      const answer = await this.client.request<GradeBatchResponse>("POST", path, { rawBody, retry: true, options });
+    const post = async (rawBody: string, count: number, deadline: number | undefined) => {
+      // the answer may take the whole deadline: the attempt's timeout must not end it sooner
+      const timeout =
+        deadline === undefined || options?.timeout !== undefined
+          ? options?.timeout
+          : Math.max(this.client.timeout, deadline + DEADLINE_SLACK_MS);
+      const answer = await this.client.request<GradeBatchResponse>("POST", path, {
+        rawBody,
+        retry: true,
+        options: timeout === undefined ? options : { ...options, timeout },
+      });
       if (answer.results?.length !== count) {
         throw new GradeboxError(`the server answered ${answer.results?.length ?? "no"} results for ${count} threads`);
       }
       return answer;
+    };
+    /** the request's fields besides threads, version, groups and deadlineMs: every part carries them */
+    const shared = {
+      ...(params.onUnavailable === undefined ? {} : { onUnavailable: params.onUnavailable }),
+      ...(groupBy === undefined ? {} : { groupBy }),
     };
     const limits = await this.client.limits(options).catch((error) => {
       if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
@@ -431,47 +489,108 @@ export class Graders {
     // could exceed the limit
     if (!limits || threads.length <= limits.maxBatchThreads) {
       const room = limits ? limits.maxBodyBytes - BODY_MARGIN_BYTES : Number.POSITIVE_INFINITY;
+      const deadline = left();
       let body: string | undefined;
       try {
         body = JSON.stringify({
           threads: threads.map(toWire),
           ...(version === undefined ? {} : { version }),
+          ...shared,
+          ...(groups === undefined ? {} : { groups }),
+          ...(deadline === undefined ? {} : { deadlineMs: deadline }),
+          ...(summary === undefined ? {} : { summary }),
         } satisfies RequestBody<"graders.gradeBatch">);
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
       }
       if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) {
-        return post(body, threads.length);
+        return post(body, threads.length, deadline);
       }
     }
-    const serialized = threads.map((t) => JSON.stringify(toWire(t)));
-    const send = (part: string[], pinned: number | undefined) =>
-      post(`{"threads":[${part.join(",")}]${pinned === undefined ? "" : `,"version":${JSON.stringify(pinned)}`}}`, part.length);
-    const parts = limits ? splitBatch(serialized, limits.maxBatchThreads, limits.maxBodyBytes - BODY_MARGIN_BYTES) : [serialized];
-    if (parts.length === 1) return send(serialized, version);
 
-    const started = Date.now();
-    const first = await send(parts[0] as string[], version);
-    const answers: GradeBatchResponse[] = [first];
+    const wire = threads.map(toWire);
+    const serialized = wire.map((t) => JSON.stringify(t));
+    /** each thread's group, to keep groups whole and to summarize them (groupBy: as the server groups) */
+    const groupOf =
+      groups ??
+      (groupBy === undefined
+        ? undefined
+        : groupIndexes(
+            wire.map((t) => t.metadata),
+            groupBy,
+          ));
+    const sizes = serialized.map((t, i) => byteLength(t) + 1 + (groups ? String(groups[i]).length + 1 : 0));
+    const envelope = BODY_MARGIN_BYTES + byteLength(JSON.stringify(shared));
+    const units = groupOf ? unitsOf(groupOf) : serialized.map((_, i) => [i]);
+    if (limits && groupOf) {
+      const big = units.find((u) => u.length > limits.maxBatchThreads);
+      if (big) {
+        const which = groups
+          ? `group ${groups[big[0] as number]}`
+          : `the group of ${groupBy} ${JSON.stringify(wire[big[0] as number]?.metadata?.[groupBy as string])}`;
+        throw new GradeboxError(
+          `${which} holds ${big.length} threads, more than the server grades in one request (maxBatchThreads ${limits.maxBatchThreads}), and a group is never split: make the group smaller or raise GRADEBOX_MAX_BATCH`,
+        );
+      }
+    }
+    const parts = limits ? packParts(units, sizes, limits.maxBatchThreads, limits.maxBodyBytes - envelope) : [units.flat()];
+    const results: GradeResult[] = new Array(threads.length);
+    let unsent = 0;
+    const send = async (indexes: number[], pinned: number | undefined, first: boolean) => {
+      const deadline = left();
+      if (!first && deadlineMs !== undefined && deadlineMs - (Date.now() - started) <= 0) {
+        // no time left to grade anything: what the server would answer, without a request
+        for (const i of indexes) {
+          results[i] = {
+            outcome: "abstained",
+            abstained: { code: "DEADLINE_EXCEEDED", reason: `the batch's deadline (${deadlineMs} ms) came before this part was sent` },
+          };
+        }
+        unsent += indexes.length;
+        return undefined;
+      }
+      const extra = JSON.stringify({
+        ...(pinned === undefined ? {} : { version: pinned }),
+        ...shared,
+        ...(groups === undefined ? {} : { groups: indexes.map((i) => groups[i] as number) }),
+        ...(deadline === undefined ? {} : { deadlineMs: deadline }),
+      }).slice(1, -1);
+      const answer = await post(
+        `{"threads":[${indexes.map((i) => serialized[i]).join(",")}]${extra ? `,${extra}` : ""}}`,
+        indexes.length,
+        deadline,
+      );
+      answer.results.forEach((r, j) => {
+        results[indexes[j] as number] = r;
+      });
+      return answer;
+    };
+
+    const first = (await send(parts[0] as number[], version, true)) as GradeBatchResponse;
+    let exceeded = first.deadlineExceeded ?? 0;
     let next = 1;
     let failed = false;
     const lane = async () => {
       while (next < parts.length && !failed) {
         const i = next++;
         try {
-          answers[i] = await send(parts[i] as string[], first.version);
+          exceeded += (await send(parts[i] as number[], first.version, false))?.deadlineExceeded ?? 0;
         } catch (error) {
           failed = true; // the call fails: the other lanes send nothing more
           throw error;
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length - 1)) }, lane));
+    if (parts.length > 1) await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, parts.length - 1)) }, lane));
+    const components = componentsOf(results);
     return {
-      results: answers.flatMap((a) => a.results),
+      results,
       durationMs: Date.now() - started,
       version: first.version,
       provenance: first.provenance,
+      ...(components ? { components } : {}),
+      ...(summary ? { summary: summarize(results, { ...(summary === true ? {} : summary), groups: groupOf }) } : {}),
+      ...(deadlineMs === undefined ? {} : { deadlineExceeded: exceeded + unsent }),
     };
   }
 
@@ -509,17 +628,39 @@ export class Graders {
  * thread larger than `maxBytes` goes alone (the server then answers 413 for it).
  */
 export function splitBatch(serialized: string[], maxThreads: number, maxBytes: number): string[][] {
-  const parts: string[][] = [];
-  let part: string[] = [];
+  const units = serialized.map((_, i) => [i]);
+  const sizes = serialized.map((t) => byteLength(t) + 1);
+  return packParts(units, sizes, maxThreads, maxBytes).map((part) => part.map((i) => serialized[i] as string));
+}
+
+/** The threads of each group (`groupOf[i]`: thread i's group), groups in order of first appearance. */
+export function unitsOf(groupOf: readonly number[]): number[][] {
+  const byGroup = new Map<number, number[]>();
+  groupOf.forEach((g, i) => {
+    const unit = byGroup.get(g);
+    if (unit) unit.push(i);
+    else byGroup.set(g, [i]);
+  });
+  return [...byGroup.values()];
+}
+
+/**
+ * Parts (lists of thread indexes) of at most `maxThreads` threads and about `maxBytes` each
+ * (`sizes[i]`: thread i's bytes), filled with whole units (a thread, or a group's threads) in
+ * order: a unit is never cut; one over a limit goes alone.
+ */
+export function packParts(units: readonly number[][], sizes: readonly number[], maxThreads: number, maxBytes: number): number[][] {
+  const parts: number[][] = [];
+  let part: number[] = [];
   let bytes = 0;
-  for (const thread of serialized) {
-    const size = byteLength(thread) + 1;
-    if (part.length > 0 && (part.length >= maxThreads || bytes + size > maxBytes)) {
+  for (const unit of units) {
+    const size = unit.reduce((sum, i) => sum + (sizes[i] as number), 0);
+    if (part.length > 0 && (part.length + unit.length > maxThreads || bytes + size > maxBytes)) {
       parts.push(part);
       part = [];
       bytes = 0;
     }
-    part.push(thread);
+    part.push(...unit);
     bytes += size;
   }
   if (part.length > 0 || parts.length === 0) parts.push(part);

@@ -100,6 +100,26 @@ export class GraderRuntimeError extends UnprocessableEntityError {
   }
 }
 
+/**
+ * The grader (or the service, for it) abstained on the thread: no score is honest for it (422
+ * ABSTAINED). `abstained.code` says why: GRADER_ABSTAINED (it returned null / None or threw
+ * Abstain), JUDGE_UNAVAILABLE or ENDPOINT_UNAVAILABLE (with onUnavailable: "abstain"),
+ * ALL_PARTS_ABSTAINED (a combined grader), DEADLINE_EXCEEDED.
+ */
+export class GraderAbstainedError extends UnprocessableEntityError {
+  override name = "GraderAbstainedError";
+  readonly abstained: { code: AbstainCode; reason: string };
+  constructor(status: number, code: string, requestId: string | undefined, message: string, body: Record<string, unknown>) {
+    super(status, code, requestId, message, body);
+    const a = body.abstained as { code?: unknown; reason?: unknown } | undefined;
+    this.abstained = {
+      // a code this SDK does not know yet (a newer server's) is kept as it came
+      code: typeof a?.code === "string" ? (a.code as AbstainCode) : "GRADER_ABSTAINED",
+      reason: typeof a?.reason === "string" ? a.reason : message,
+    };
+  }
+}
+
 /** No answer from the server: refused, reset, DNS… */
 export class APIConnectionError extends GradeboxError {
   override name = "APIConnectionError";
@@ -140,6 +160,7 @@ export function errorFromResponse(status: number, body: Record<string, unknown>,
   const message = `${status} ${code}: ${detail}`;
   const args = [status, code, requestId, message, body] as const;
   if (code === "VALIDATION_FAILED") return new GraderValidationError(...args);
+  if (code === "ABSTAINED") return new GraderAbstainedError(...args);
   if (GRADER_RUNTIME_CODES.has(code)) return new GraderRuntimeError(...args);
   const byStatus: Record<number, typeof APIError> = {
     400: BadRequestError,

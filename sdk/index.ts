@@ -15,6 +15,7 @@ export * from "./errors.ts";
 export { GraderFileError, keyFromFile, keyFromName, namedGraders } from "./grader-files.ts";
 export * from "./graders.ts";
 export { functionSource, languageOfFile } from "./source.ts";
+export { componentsOf, groupIndexes, histogram, type Outcomeish, type SummaryOptions, summarize, textHistogram } from "./summary.ts";
 export { type Metadata, ROLES, type Role, StringThread, type Turn, type WireThread, type WireTurn } from "./thread.ts";
 export {
   ACCEPTED_FORMATS,

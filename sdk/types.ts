@@ -89,9 +89,32 @@ export interface GradeScore extends Omit<Wire.ScoredResult, "subscores" | "outco
 export type GradeResult = (GradeScore & { outcome: "scored" }) | Wire.ErrorResult | Wire.AbstainedResult;
 /** A thread's score, the version that graded and its provenance (an error or an abstention is thrown). */
 export interface GradeResponse extends GradeScore, Omit<Wire.GradeResponse, keyof GradeScore> {}
+/**
+ * The batch's results, in input order, and what they share: the version and `provenance` that
+ * graded them, `components` (named subscores as channels aligned with results), `summary` (when
+ * asked) and `deadlineExceeded` (with a deadline: how many threads it left unfinished).
+ */
 export interface GradeBatchResponse extends Omit<Wire.GradeBatchResponse, "results"> {
   results: GradeResult[];
 }
+/** Which grader, at which version and source digest, produced a result (a combined grader's parts in `parts`). */
+export type Provenance = Wire.Provenance;
+export type PartProvenance = Wire.PartProvenance;
+/** Why a thread has neither a score nor an error: `code` (an AbstainCode) and `reason`. */
+export type Abstention = Wire.Abstention;
+/** A batch's counts by outcome and distribution of scores (sdk/summary.ts computes it). */
+export type BatchSummary = Wire.BatchSummary;
+export type GroupSummary = Wire.GroupSummary;
+export type Histogram = Wire.Histogram;
+/**
+ * What a grade-batch request may say besides its threads (the SDK's GradeBatchParams take each):
+ * `deadlineMs`, `onUnavailable`, `groupBy` or `groups`, `summary` (true, or its options).
+ */
+export type GradeBatchOptions = Omit<Wire.RequestBody<"graders.gradeBatch">, "threads" | "version">;
+/** `summary`'s options: histogram `bins`, pass@k `threshold`, majority@k `answerKey`. */
+export type SummaryRequest = Exclude<GradeBatchOptions["summary"], boolean | undefined>;
+/** What a judge or endpoint grader does when its model or endpoint does not answer: an error (default) or an abstention. */
+export type OnUnavailable = NonNullable<GradeBatchOptions["onUnavailable"]>;
 export interface ValidateResponse extends Omit<Wire.ValidateResponse, "results"> {
   results?: GradeResult[];
 }

@@ -13,7 +13,19 @@ import { startServer, type TestServer } from "./support/helpers.ts";
 let s: TestServer;
 let client: Gradebox;
 /** what the spy saw: method, path and thread count of each grade-batch body */
-let seen: Array<{ method: string; path: string; threads?: number; version?: number; header?: string | null }> = [];
+let seen: Array<{
+  method: string;
+  path: string;
+  threads?: number;
+  version?: number;
+  header?: string | null;
+  /** the grade-batch body's threads' metadata.p, its groupBy, groups, deadlineMs and summary */
+  p?: unknown[];
+  groupBy?: string;
+  groups?: number[];
+  deadlineMs?: number;
+  summary?: unknown;
+}> = [];
 const spy: typeof fetch = async (input, init) => {
   const url = new URL(String(input));
   const body = typeof init?.body === "string" && url.pathname.endsWith("/grade-batch") ? JSON.parse(init.body) : undefined;
@@ -23,6 +35,11 @@ const spy: typeof fetch = async (input, init) => {
     threads: body?.threads.length,
     version: body?.version,
     header: new Headers(init?.headers).get("x-trace"),
+    p: body?.threads.map((t: { metadata?: { p?: unknown } }) => t.metadata?.p),
+    groupBy: body?.groupBy,
+    groups: body?.groups,
+    deadlineMs: body?.deadlineMs,
+    summary: body?.summary,
   });
   return fetch(input, init);
 };
@@ -63,7 +80,7 @@ describe("gradeBatch splitting", () => {
     const { results } = await client.graders.gradeBatch({ graderKey: "index", threads: Array.from({ length: 10 }, (_, i) => threadNo(i)) });
     assert.deepEqual(
       results,
-      Array.from({ length: 10 }, (_, i) => ({ score: i })),
+      Array.from({ length: 10 }, (_, i) => ({ outcome: "scored", score: i })),
     );
     assert.deepEqual(
       seen.map((r) => r.threads),
@@ -77,7 +94,7 @@ describe("gradeBatch splitting", () => {
     const { results } = await client.graders.gradeBatch({ graderKey: "index", threads, concurrency: 1 });
     assert.deepEqual(
       results,
-      threads.map((_, i) => ({ score: i })),
+      threads.map((_, i) => ({ outcome: "scored", score: i })),
     );
     assert.ok(seen.length >= 2, `split in ${seen.length} requests`);
     assert.ok(
@@ -146,6 +163,128 @@ describe("gradeBatch splitting", () => {
     assert.deepEqual(splitBatch([], 3, 100), [[]]);
     // "é" is 2 bytes in UTF-8, "🎉" 4: the byte limit counts UTF-8, not UTF-16 units
     assert.deepEqual(splitBatch(["éé", "🎉"], 10, 5), [["éé"], ["🎉"]]);
+  });
+});
+
+describe("gradeBatch with groups, a deadline and a summary, split over the limits", () => {
+  // thread i scores i, with a named part "half" = i / 2
+  const parts = "parts";
+  before(() =>
+    client.graders.create.function({
+      key: parts,
+      source: 'async (t) => { const i = Number(t.metadata.i ?? 0); return { score: i, subscores: [{ name: "half", score: i / 2 }] }; }',
+    }),
+  );
+  after(() => client.graders.delete({ graderKey: parts }));
+  const member = (i: number, p?: string) => ({
+    turns: [{ role: "assistant" as const, content: "x" }],
+    metadata: { i, ...(p ? { p } : {}) },
+  });
+  // groups interleaved in the input: a at 0, 2, 5; b at 1, 4; c at 3, 8; d at 6, 7; e alone at 9
+  const ps = ["a", "b", "a", "c", "b", "a", "d", "d", "c", "e"];
+
+  test("groupBy: parts of whole groups (never a group in two), results in input order, summary and components over the whole batch", async () => {
+    seen = [];
+    const threads = ps.map((p, i) => member(i, p));
+    const answer = await client.graders.gradeBatch({ graderKey: parts, threads, groupBy: "p", summary: { threshold: 8, bins: 2 } });
+    const batches = seen.filter((r) => r.path.endsWith("/grade-batch"));
+    // whole groups packed in order of first appearance, at most 3 threads a request: a; b; c; d + e
+    assert.deepEqual(
+      batches.map((r) => r.p),
+      [
+        ["a", "a", "a"],
+        ["b", "b"],
+        ["c", "c"],
+        ["d", "d", "e"],
+      ],
+    );
+    assert.ok(
+      batches.every((r) => r.groupBy === "p" && r.summary === undefined),
+      "each part groups by p; the summary is computed here, not per part",
+    );
+    assert.deepEqual(
+      answer.results.map((r) => (r.outcome === "scored" ? r.score : r.outcome)),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    );
+    assert.deepEqual(answer.components, { half: [0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5] });
+    assert.equal(answer.provenance.grader, parts);
+    const s = answer.summary;
+    assert.ok(s);
+    assert.deepEqual([s.count, s.outcomes, s.mean, s.min, s.max], [10, { scored: 10, error: 0, abstained: 0 }, 4.5, 0, 9]);
+    assert.deepEqual(s.histogram, { edges: [0, 4.5, 9], counts: [5, 5] });
+    // best per group: a 5, b 4, c 8, d 7, e 9; means: a 7/3, b 2.5, c 5.5, d 6.5, e 9; c and e reach 8
+    assert.equal(s.groups?.groups, 5);
+    assert.equal(s.groups?.k, 3);
+    assert.ok(Math.abs((s.groups?.meanOfBest ?? 0) - 33 / 5) < 1e-12);
+    assert.ok(Math.abs((s.groups?.meanOfMeans ?? 0) - (7 / 3 + 2.5 + 5.5 + 6.5 + 9) / 5) < 1e-12);
+    assert.equal(s.groups?.passAtK, 2 / 5);
+  });
+
+  test("explicit groups: each part carries its threads' group indexes; a group over the limit fails before any request", async () => {
+    seen = [];
+    const groups = [4, 4, 9, 9, 9, 0, 4];
+    const answer = await client.graders.gradeBatch({
+      graderKey: parts,
+      threads: groups.map((_, i) => member(i)),
+      groups,
+    });
+    const batches = seen.filter((r) => r.path.endsWith("/grade-batch"));
+    assert.deepEqual(
+      batches.map((r) => r.groups),
+      [[4, 4, 4], [9, 9, 9], [0]],
+    );
+    assert.deepEqual(
+      answer.results.map((r) => (r.outcome === "scored" ? r.score : r.outcome)),
+      [0, 1, 2, 3, 4, 5, 6],
+    );
+    assert.equal(answer.summary, undefined, "no summary unless asked");
+
+    seen = [];
+    await assert.rejects(
+      client.graders.gradeBatch({ graderKey: parts, threads: [0, 1, 2, 3, 4].map((i) => member(i, "big")), groupBy: "p" }),
+      /the group of p "big" holds 5 threads, more than the server grades in one request \(maxBatchThreads 3\)/,
+    );
+    await assert.rejects(
+      client.graders.gradeBatch({ graderKey: parts, threads: [member(0), member(1)], groups: [0] }),
+      /one group index per thread \(1 for 2 threads\)/,
+    );
+    assert.equal(seen.filter((r) => r.path.endsWith("/grade-batch")).length, 0, "nothing sent");
+  });
+
+  test("deadlineMs: every part is sent with at most the time left; a part whose time is gone is abstained without a request", async () => {
+    seen = [];
+    const threads = Array.from({ length: 7 }, (_, i) => member(i));
+    const answer = await client.graders.gradeBatch({ graderKey: parts, threads, deadlineMs: 60_000, concurrency: 1 });
+    const sent = seen.filter((r) => r.path.endsWith("/grade-batch")).map((r) => r.deadlineMs ?? 0);
+    assert.equal(sent.length, 3);
+    assert.ok(
+      sent.every((d, i) => d >= 1 && d <= 60_000 && (i === 0 || d <= (sent[i - 1] as number))),
+      `each part's deadline is the time left: ${sent}`,
+    );
+    assert.equal(answer.deadlineExceeded, 0);
+
+    // a network that holds the first answer past the deadline: the other parts are never sent
+    const slow = new Gradebox({
+      baseURL: s.url,
+      project: "opts",
+      apiKey: await s.keyFor("opts"),
+      fetch: async (input, init) => {
+        const res = await spy(input, init);
+        if (new URL(String(input)).pathname.endsWith("/grade-batch")) await new Promise((resolve) => setTimeout(resolve, 1200));
+        return res;
+      },
+    });
+    await slow.limits();
+    seen = [];
+    const late = await slow.graders.gradeBatch({ graderKey: parts, threads, deadlineMs: 1000, summary: true });
+    assert.equal(seen.length, 1, "the first part only");
+    assert.deepEqual(
+      late.results.map((r) => (r.outcome === "abstained" ? r.abstained.code : r.outcome)),
+      ["scored", "scored", "scored", ...Array(4).fill("DEADLINE_EXCEEDED")],
+    );
+    assert.equal(late.deadlineExceeded, 4);
+    assert.deepEqual(late.summary?.outcomes, { scored: 3, error: 0, abstained: 4 });
+    assert.deepEqual(late.components?.half, [0, 0.5, 1, null, null, null, null]);
   });
 });
 

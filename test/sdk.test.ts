@@ -8,8 +8,10 @@ import {
   APIConnectionError,
   APITimeoutError,
   ConflictError,
+  errorFromResponse,
   functionSource,
   Gradebox,
+  GraderAbstainedError,
   GraderRuntimeError,
   GraderValidationError,
   type GradeScore,
@@ -51,7 +53,10 @@ describe("graders resource", () => {
       graderKey: "exact-match",
       threads: [thread, { turns: [{ role: "assistant", content: "5" }], metadata: { expected: "4" } }],
     });
-    assert.deepEqual(batch.results, [{ score: 1 }, { score: 0 }]);
+    assert.deepEqual(batch.results, [
+      { outcome: "scored", score: 1 },
+      { outcome: "scored", score: 0 },
+    ]);
 
     const all = await client.graders.list();
     assert.deepEqual(
@@ -87,8 +92,14 @@ describe("graders resource", () => {
     await client.graders.create.function({ key: "tsx-fn", fn: grade });
     const t = (c: string) => new StringThread([["assistant", c]]);
     const { results } = await client.graders.gradeBatch({ graderKey: "tsx-fn", threads: [t(" It is PARIS "), t("London")] });
-    assert.deepEqual(results, [{ score: 1 }, { score: 0 }]);
-    assert.deepEqual(results, [{ score: await grade(t(" It is PARIS ")) }, { score: await grade(t("London")) }]);
+    assert.deepEqual(results, [
+      { outcome: "scored", score: 1 },
+      { outcome: "scored", score: 0 },
+    ]);
+    assert.deepEqual(results, [
+      { outcome: "scored", score: await grade(t(" It is PARIS ")) },
+      { outcome: "scored", score: await grade(t("London")) },
+    ]);
   });
 
   test("fn may return {score, reason}: the SDK's function type takes it and the grade carries the reason", async () => {
@@ -147,7 +158,10 @@ describe("graders resource", () => {
       file: `${examples}json-shape.ts`,
       threads: [new StringThread([["assistant", '{"name":"a","email":"b","age":3}']]), new StringThread([["assistant", "nope"]])],
     });
-    assert.deepEqual(res.results, [{ score: 1 }, { score: 0 }]);
+    assert.deepEqual(res.results, [
+      { outcome: "scored", score: 1 },
+      { outcome: "scored", score: 0 },
+    ]);
   });
 
   test("a failing grader throws GraderRuntimeError with its code; gradeBatch reports it per item", async () => {
@@ -160,7 +174,53 @@ describe("graders resource", () => {
     });
     const { results } = await client.graders.gradeBatch({ graderKey: "slow", threads: [bad, new StringThread([["assistant", "y"]])] });
     assert.equal("error" in results[0] && results[0].error.code, "GRADER_TIMEOUT");
-    assert.deepEqual(results[1], { score: 1 });
+    assert.deepEqual(results[1], { outcome: "scored", score: 1 });
+  });
+});
+
+describe("abstentions", () => {
+  test("422 ABSTAINED is a GraderAbstainedError (an UnprocessableEntityError) with the abstention's code and reason", () => {
+    const e = errorFromResponse(
+      422,
+      {
+        code: "ABSTAINED",
+        detail: "DEADLINE_EXCEEDED: too late",
+        abstained: { code: "DEADLINE_EXCEEDED", reason: "too late" },
+        version: 2,
+      },
+      "req-1",
+    );
+    assert.ok(e instanceof GraderAbstainedError);
+    assert.ok(!(e instanceof GraderRuntimeError), "an abstention is not the grader failing");
+    assert.deepEqual(
+      [e.status, e.code, e.requestId, e.abstained],
+      [422, "ABSTAINED", "req-1", { code: "DEADLINE_EXCEEDED", reason: "too late" }],
+    );
+    assert.equal(e.message, "422 ABSTAINED: DEADLINE_EXCEEDED: too late");
+    // a problem document without the field still gives a usable abstention
+    assert.deepEqual((errorFromResponse(422, { code: "ABSTAINED", detail: "no" }, undefined) as GraderAbstainedError).abstained, {
+      code: "GRADER_ABSTAINED",
+      reason: "422 ABSTAINED: no",
+    });
+  });
+
+  test("a grader that returns null: grade throws GraderAbstainedError, gradeBatch gives the abstention as that thread's result", async (t) => {
+    await client.graders.create.function({ key: "maybe", source: "async (t) => (t.metadata.skip ? null : 1)" });
+    const skip = new StringThread([["assistant", "x"]], { skip: true });
+    const error = await client.graders.grade({ graderKey: "maybe", thread: skip, onUnavailable: "abstain" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (error instanceof GraderRuntimeError && error.code === "INVALID_SCORE") {
+      return t.skip("this server's sandbox does not abstain yet (null is INVALID_SCORE): it comes with the sandbox's abstentions");
+    }
+    assert.ok(error instanceof GraderAbstainedError, String(error));
+    assert.equal(error.abstained.code, "GRADER_ABSTAINED");
+    const { results } = await client.graders.gradeBatch({ graderKey: "maybe", threads: [skip, new StringThread([["assistant", "y"]])] });
+    assert.deepEqual(
+      results.map((r) => (r.outcome === "abstained" ? r.abstained.code : r.outcome)),
+      ["GRADER_ABSTAINED", "scored"],
+    );
   });
 });
 
@@ -208,7 +268,7 @@ describe("the adaptive reference examples register and grade correctly", () => {
       const { results } = await client.graders.gradeBatch({ graderKey: key, threads });
       assert.deepEqual(
         results,
-        rows.map(([, , score]) => ({ score })),
+        rows.map(([, , score]) => ({ outcome: "scored", score })),
       );
     });
   }
@@ -288,7 +348,7 @@ describe("the Node transport (node:http, the default in Node)", () => {
     const { results } = await client.graders.gradeBatch({ graderKey: "len", threads });
     assert.deepEqual(
       results,
-      threads.map((_, i) => ({ score: i * 10 })),
+      threads.map((_, i) => ({ outcome: "scored", score: i * 10 })),
     );
   });
 

@@ -10,7 +10,9 @@ import { after, before, describe, test } from "node:test";
 import ts from "typescript";
 import type { GradeOutcome, GradeScore as SandboxScore } from "../sandbox/validate/checks.ts";
 import { serverDocument, WIRE_TYPES, wireTypes } from "../scripts/gen-wire-types.ts";
-import type { GradeErrorCode, Role, WireThread, WireTurn } from "../sdk/index.ts";
+import type { GradeBatchParams, Graders } from "../sdk/client.ts";
+import type { GradeErrorCode, GraderAbstainedError, Role, WireThread, WireTurn } from "../sdk/index.ts";
+import type { componentsOf, summarize } from "../sdk/summary.ts";
 import type {
   CreateBinaryJudgeParams,
   GradeBatchResponse,
@@ -53,6 +55,21 @@ const agree: Record<string, true> = {
   response: true satisfies Fits<GradeResponse, Wire.GradeResponse>,
   responseFields: true satisfies Same<Omit<GradeResponse, "subscores">, Omit<Wire.GradeResponse, "subscores">>,
   batch: true satisfies Fits<GradeBatchResponse, Wire.GradeBatchResponse>,
+  // provenance, components, summary and deadlineExceeded as the API sends them
+  batchFields: true satisfies Same<Omit<GradeBatchResponse, "results">, Omit<Wire.GradeBatchResponse, "results">>,
+  // gradeBatch's and grade's parameters are the request's fields (a StringThread sent as a thread)
+  batchParams: true satisfies Same<
+    Flat<Omit<GradeBatchParams, "graderKey" | "threads" | "concurrency"> & { threads: WireThread[] }>,
+    Wire.RequestBody<"graders.gradeBatch">
+  >,
+  gradeParams: true satisfies Same<
+    Flat<Omit<Parameters<Graders["grade"]>[0], "graderKey" | "thread"> & { thread: WireThread }>,
+    Wire.RequestBody<"graders.grade">
+  >,
+  abstention: true satisfies Same<GraderAbstainedError["abstained"], Wire.Abstention>,
+  // sdk/summary.ts computes what the API answers
+  summary: true satisfies Same<ReturnType<typeof summarize>, Wire.BatchSummary>,
+  components: true satisfies Same<NonNullable<ReturnType<typeof componentsOf>>, NonNullable<Wire.GradeBatchResponse["components"]>>,
   validate: true satisfies Fits<ValidateResponse, Wire.ValidateResponse>,
   // the SDK takes a StringThread where the API takes a thread, and sends it as one
   sample: true satisfies Same<Flat<Omit<Sample, "thread"> & { thread: WireThread }>, Wire.SampleInput>,
