@@ -3,6 +3,7 @@
 // whole, so the threads are reordered group by group (in order of each group's first thread,
 // each group's threads in their order) and the results put back in the request's order.
 
+import { groupIndexes } from "../sdk/summary.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { AppError } from "./errors.ts";
 
@@ -30,14 +31,11 @@ export function groupsOf(threads: readonly WireThread[], by: { groupBy?: string;
     }
     keys = [...by.groups];
   } else if (by.groupBy !== undefined) {
-    const field = by.groupBy;
-    // a thread without the field is a group of its own: it is never merged with another's
-    keys = threads.map((t, i) => {
-      const value = t.metadata?.[field];
-      if (value === undefined || value === null) return { alone: i };
-      // an object's key is its JSON, marked so no string value can equal it
-      return typeof value === "object" ? `\0${JSON.stringify(value)}` : value;
-    });
+    // the SDK cuts a batch it must split between the same groups (sdk/summary.ts)
+    keys = groupIndexes(
+      threads.map((t) => t.metadata),
+      by.groupBy,
+    );
   } else {
     return undefined;
   }

@@ -147,6 +147,43 @@ describe("unavailable endpoints and combined graders", () => {
   });
 });
 
+describe("components and summaries", () => {
+  test("a combined grader's parts travel as components aligned with the results, null where a thread has no such part", async () => {
+    const res = await call(s.app, "POST", `${P}/mixed/grade-batch`, {
+      threads: [thread("a", { i: 1 }), thread("b", { i: 0, down: true }), thread("c", { i: "x" })],
+      onUnavailable: "abstain",
+    });
+    assert.deepEqual(res.body.components, { indexed: [1, 0, null], "half-part": [0.5, null, null] });
+  });
+
+  test("summary: counts by outcome, the scores' spread, quantiles and histogram; group statistics with a threshold", async () => {
+    const scores = [0, 1, 2, 3, 4, 5, 6, 7];
+    const threads = [
+      ...scores.map((i) => thread(String(i), { i, prompt_id: i < 4 ? "p" : "q" })),
+      thread("bad", { i: "x", prompt_id: "q" }),
+    ];
+    const res = await call(s.app, "POST", `${P}/indexed/grade-batch`, {
+      threads,
+      groupBy: "prompt_id",
+      summary: { bins: 4, threshold: 3 },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { summary } = res.body;
+    assert.equal(summary.count, 9);
+    assert.deepEqual(summary.outcomes, { scored: 8, error: 1, abstained: 0 });
+    assert.deepEqual([summary.mean, summary.min, summary.max], [3.5, 0, 7]);
+    assert.equal(summary.quantiles.p50, 3.5);
+    assert.deepEqual(summary.histogram, { edges: [0, 1.75, 3.5, 5.25, 7], counts: [2, 2, 2, 2] });
+    // groups p = 0..3 (best 3, mean 1.5) and q = 4..7 (best 7, mean 5.5); both reach 3
+    assert.deepEqual(
+      [summary.groups.groups, summary.groups.k, summary.groups.meanOfBest, summary.groups.meanOfMeans, summary.groups.passAtK],
+      [2, 5, 5, 3.5, 1],
+    );
+    const without = await call(s.app, "POST", `${P}/indexed/grade-batch`, { threads });
+    assert.equal(without.body.summary, undefined, "no summary unless asked");
+  });
+});
+
 describe("deadlines", () => {
   test("a batch of 1,000 with 5 threads that hang answers at its deadline: 995 scores, 5 abstentions, the hung calls aborted", async () => {
     const hang = new Set([3, 250, 500, 750, 999]);

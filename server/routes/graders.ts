@@ -4,6 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { componentsOf, summarize } from "../../sdk/summary.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
@@ -12,7 +13,6 @@ import { groupsOf } from "../groups.ts";
 import { named } from "../openapi.ts";
 import { toResults } from "../results.ts";
 import {
-  Abstention,
   BatchSummary,
   CHECKING,
   CombineMode,
@@ -456,11 +456,17 @@ export async function graderRoutes(
       });
       const late =
         deadlineAt === undefined ? 0 : outcomes.filter((o) => "abstained" in o && o.abstained.code === "DEADLINE_EXCEEDED").length;
+      const components = componentsOf(outcomes);
+      const summary = req.body.summary;
       return {
         results: toResults(outcomes),
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
         version,
         provenance,
+        ...(components ? { components } : {}),
+        ...(summary
+          ? { summary: summarize(outcomes, { ...(summary === true ? {} : summary), ...(grouping ? { groups: grouping.index } : {}) }) }
+          : {}),
         ...(deadlineAt === undefined ? {} : { deadlineExceeded: late }),
       };
     },
