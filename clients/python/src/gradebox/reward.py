@@ -177,8 +177,8 @@ class RewardFunction:
     How TRL reads None (and NaN): it turns None into NaN, then sums the reward functions
     weighted with ``nansum``, so a NaN from this function counts as 0 in that sum beside the
     other functions' rewards for the sample; a sample where every reward function gave None or
-    NaN has no reward (NaN), is left out of its group's mean and standard deviation, and gets
-    advantage 0. The per-function mean TRL logs (``rewards/<name>/mean``) skips NaN.
+    NaN has no reward (since TRL 1.6: left out of its group's mean and standard deviation, with
+    advantage 0; before, a 0). The per-function mean TRL logs (``rewards/<name>/mean``) skips NaN.
 
     ``deadline_ms``: the batch answers within that many milliseconds; the unfinished samples are
     abstentions (None). ``group_by``: a dataset column (sent as metadata) naming each sample's
