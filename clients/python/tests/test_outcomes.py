@@ -36,6 +36,19 @@ def _create(client: Gradebox, key: str, source: str) -> None:
     client.graders.create_function(key, source=source)
 
 
+class Indexes:
+    """Stands for a numpy array of group indexes: ints only through tolist()."""
+
+    def __init__(self, values: list[int]) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def tolist(self) -> list[int]:
+        return list(self.values)
+
+
 def _stub_client(stub: Stub, max_threads: int) -> Gradebox:
     stub.replies.insert(0, Reply(200, {"maxBatchThreads": max_threads, "maxBodyBytes": 1_000_000}))
     # one chunk at a time: the stub answers in arrival order
@@ -269,7 +282,7 @@ def test_a_split_cuts_between_groups_and_merges_components_and_the_summary(stub:
 
     stub.replies = [answer([0, 2, 6], [0.0, 1.0, 1.0]), answer([1, 3], [0.5, None]), answer([4, 5], [0.25, 0.75])]
     c = _stub_client(stub, 3)
-    batch = c.graders.grade_batch("g", threads, groups=groups, summary={"threshold": 1.0, "bins": 2})
+    batch = c.graders.grade_batch("g", threads, groups=Indexes(groups), summary={"threshold": 1.0, "bins": 2})
     bodies = _bodies(stub)
     assert [_texts(b) for b in bodies] == [["0", "2", "6"], ["1", "3"], ["4", "5"]]  # whole groups, in input order
     assert [b["groups"] for b in bodies] == [[0, 0, 0], [1, 1], [2, 2]]

@@ -486,7 +486,9 @@ class Graders:
             raise TypeError(f'summary is True or {{"bins", "threshold", "answerKey"}}, not {type(summary).__name__}')
         wires = [to_wire(t) for t in threads]
         if groups is not None:
-            groups = list(groups)
+            # a numpy array or a tensor: its ints are Python's only through tolist()
+            tolist = getattr(groups, "tolist", None)
+            groups = list(tolist() if callable(tolist) else groups)
             if len(groups) != len(wires):
                 raise ValueError(f"groups has {len(groups)} indexes for {len(wires)} threads: pass one group index per thread")
             if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in groups):
