@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { GRADE_ERROR_CODES } from "../sdk/errors.ts";
+import { ABSTAIN_CODES, GRADE_ERROR_CODES } from "../sdk/errors.ts";
 import { ERRORS } from "../server/errors.ts";
 import { repoRoot, startServer, type TestServer, testPostgres } from "./support/helpers.ts";
 import { installPythonClient } from "./support/python.ts";
@@ -48,13 +48,14 @@ after(async () => {
 test("the Python client's pytest suite passes against the real server", { timeout: 120_000 }, async () => {
   const venvPython = await installPythonClient(work);
 
-  // the client's copy of the grading error codes, and of the ones answered with 502, is the server's
+  // the client's copy of the grading error codes, of the ones answered with 502, and of the abstention codes, is the server's
   const copied = await run(venvPython, [
     "-c",
-    "import json, gradebox.errors as e; print(json.dumps({'codes': sorted(e.GRADE_ERROR_CODES), 'status': e.GRADE_ERROR_STATUS}))",
+    "import json, gradebox.errors as e; print(json.dumps({'codes': sorted(e.GRADE_ERROR_CODES), 'status': e.GRADE_ERROR_STATUS, 'abstain': sorted(e.ABSTAIN_CODES)}))",
   ]);
-  const { codes, status } = JSON.parse(copied.stdout) as { codes: string[]; status: Record<string, number> };
+  const { codes, status, abstain } = JSON.parse(copied.stdout) as { codes: string[]; status: Record<string, number>; abstain: string[] };
   assert.deepEqual(codes, [...GRADE_ERROR_CODES].sort());
+  assert.deepEqual(abstain, [...ABSTAIN_CODES].sort());
   assert.deepEqual(status, Object.fromEntries(GRADE_ERROR_CODES.filter((c) => ERRORS[c].status !== 422).map((c) => [c, ERRORS[c].status])));
 
   // the installed package must be the one imported: nothing may put the source tree on the path

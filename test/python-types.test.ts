@@ -20,11 +20,17 @@ const SCHEMA_OF: Record<string, string> = {
   Grader: "Grader",
   GraderWithSource: "GraderDetail",
   GraderPage: "GraderPage",
-  GradeScore: "GradeScore",
+  GradeScore: "ScoredResult",
   GradeError: "GradeError",
   GradeResult: "GradeResult",
   GradeResponse: "GradeResponse",
   GradeBatchResponse: "GradeBatchResponse",
+  Abstention: "Abstention",
+  Provenance: "Provenance",
+  PartProvenance: "PartProvenance",
+  Histogram: "Histogram",
+  GroupSummary: "GroupSummary",
+  BatchSummary: "BatchSummary",
   Limits: "Limits",
   Secret: "Secret",
 };
@@ -169,8 +175,16 @@ function objectOf(schema: Schema): { properties: Record<string, Schema>; require
   const options = (t.anyOf ?? t.oneOf) as Schema[] | undefined;
   if (!options) return { properties: (t.properties ?? {}) as Record<string, Schema>, required: new Set((t.required ?? []) as string[]) };
   const each = options.map(objectOf);
+  const properties: Record<string, Schema> = Object.assign({}, ...each.map((o) => o.properties));
+  // a discriminated union's tag: each option has its own literal, the union allows them all
+  for (const field of Object.keys(properties)) {
+    const literals = each.map((o) => (o.properties[field] ? resolve(o.properties[field]) : undefined)).filter((p) => p !== undefined);
+    if (literals.length > 1 && literals.every((p) => "const" in p || Array.isArray(p.enum))) {
+      properties[field] = { enum: [...new Set(literals.flatMap((p) => ("const" in p ? [p.const] : (p.enum as unknown[]))))] };
+    }
+  }
   return {
-    properties: Object.assign({}, ...each.map((o) => o.properties)),
+    properties,
     required: new Set([...each[0].required].filter((k) => each.every((o) => o.required.has(k)))),
   };
 }

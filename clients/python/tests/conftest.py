@@ -71,7 +71,8 @@ def new_key(client: Gradebox) -> Iterator[Callable[[str], str]]:
         return key
 
     yield make
-    for key in made:
+    # the newest first: a combined grader goes before the parts it uses
+    for key in reversed(made):
         try:
             client.graders.lock(key, False)
             client.graders.delete(key)

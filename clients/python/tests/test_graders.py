@@ -183,7 +183,8 @@ def test_grade_batch_splits_past_the_server_limit_and_keeps_order(client: Gradeb
             assert result["error"]["code"] == "GRADER_ERROR"
             assert f"boom at {i}" in result["error"]["message"]
         else:
-            assert result == {"score": i}, (i, result)
+            assert result == {"outcome": "scored", "score": i}, (i, result)
+            assert (result.outcome, result.score, result.error, result.abstained) == ("scored", i, None, None)
 
     small = client.graders.grade_batch(graders["exact"], [thread("4", expected="4"), thread("5", expected="4")], version=1)
     assert [r.get("score") for r in small["results"]] == [1, 0]

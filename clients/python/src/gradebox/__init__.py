@@ -6,7 +6,10 @@ client.graders.create.function(key="exact-match", fn=grade, description="...")  
 client.graders.grade("exact-match", {"turns": [...], "metadata": {...}})
 client.secrets.set("openai-key", os.environ["OPENAI_API_KEY"])  # for a model's apiKeySecret
 
-reward_fn = gradebox.reward_function("exact-match")  # for TRL's GRPOTrainer(reward_funcs=...)
+batch = client.graders.grade_batch("exact-match", threads, deadline_ms=5000, summary=True)
+batch.results[0].outcome  # "scored", "error" or "abstained"; batch.components, batch.provenance, batch.summary
+
+reward_fn = gradebox.reward_function("exact-match")  # for TRL's GRPOTrainer(reward_funcs=...): None = no reward
 
 ``StringThread`` and ``gradebox.graders`` are the sandbox's own (the same files), so a grader
 runs here as it runs there: ``await grade(StringThread([("user", "2+2?"), ("assistant", "4")]))``.
@@ -18,8 +21,9 @@ from collections.abc import Sequence
 
 from . import graders
 from ._version import __version__
-from .client import Gradebox, Graders, Secrets
+from .client import Gradebox, Graders, OnUnavailable, Secrets
 from .errors import (
+    ABSTAIN_CODES,
     GRADE_ERROR_CODES,
     APIConnectionError,
     APIError,
@@ -28,6 +32,7 @@ from .errors import (
     BadRequestError,
     ConflictError,
     GradeboxError,
+    GraderAbstainedError,
     GraderRuntimeError,
     GraderValidationError,
     InternalServerError,
@@ -37,17 +42,24 @@ from .errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
+from .results import Abstained, BatchResult, Outcome, Result, ResultError
 from .reward import OnError, RewardFunction, build_threads
 from ._source import function_source, language_of_file
 from .thread import StringThread
 from .types import (
+    Abstention,
+    BatchSummary,
     GradeBatchResponse,
     GradeError,
     Grader,
     GradeResponse,
     GradeResult,
     GraderPage,
+    GroupSummary,
+    Histogram,
     Language,
+    PartProvenance,
+    Provenance,
     Role,
     GraderWithSource,
     GradeScore,
@@ -58,12 +70,17 @@ from .types import (
 )
 
 __all__ = [
+    "ABSTAIN_CODES",
     "GRADE_ERROR_CODES",
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
+    "Abstained",
+    "Abstention",
     "AuthenticationError",
     "BadRequestError",
+    "BatchResult",
+    "BatchSummary",
     "ConflictError",
     "GradeBatchResponse",
     "GradeError",
@@ -73,19 +90,28 @@ __all__ = [
     "Gradebox",
     "GradeboxError",
     "Grader",
+    "GraderAbstainedError",
     "GraderPage",
     "GraderRuntimeError",
     "GraderValidationError",
     "GraderWithSource",
     "Graders",
+    "GroupSummary",
+    "Histogram",
     "InternalServerError",
     "Language",
     "Limits",
     "NotFoundError",
     "OnError",
+    "OnUnavailable",
+    "Outcome",
+    "PartProvenance",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "Provenance",
     "RateLimitError",
+    "Result",
+    "ResultError",
     "RewardFunction",
     "Role",
     "Secret",
@@ -111,9 +137,21 @@ def reward_function(
     on_error: OnError = "raise",
     columns: Sequence[str] | None = None,
     name: str | None = None,
+    deadline_ms: int | None = None,
+    on_unavailable: OnUnavailable | None = None,
+    group_by: str | None = None,
+    as_float: bool = False,
 ) -> RewardFunction:
     """``client.reward_function(key, …)``, with a client built from the environment
     (GRADEBOX_URL, GRADEBOX_PROJECT, GRADEBOX_API_KEY) when none is given."""
     return (client if client is not None else Gradebox()).reward_function(
-        key, version=version, on_error=on_error, columns=columns, name=name
+        key,
+        version=version,
+        on_error=on_error,
+        columns=columns,
+        name=name,
+        deadline_ms=deadline_ms,
+        on_unavailable=on_unavailable,
+        group_by=group_by,
+        as_float=as_float,
     )

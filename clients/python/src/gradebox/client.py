@@ -16,18 +16,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._source import SourceMap, language_of_file, mapped_function_source
 from ._transport import ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
+from ._summary import summarize
 from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, GraderValidationError, error_from_response
-from .types import LANGUAGES, GradeBatchResponse, Grader, GradeResponse, GradeResult, GraderPage, GraderWithSource, Limits, Secret, Thread
+from .results import BatchResult, Result
+from .types import LANGUAGES, Grader, GradeResponse, GraderPage, GraderWithSource, Limits, Secret, Thread
 
 if TYPE_CHECKING:
     from .reward import OnError, RewardFunction
 
-__all__ = ["Gradebox", "Graders", "Secrets"]
+__all__ = ["Gradebox", "Graders", "OnUnavailable", "Secrets"]
+
+#: judge and endpoint graders: what a thread whose model or endpoint does not answer becomes
+OnUnavailable = Literal["error", "abstain"]
 
 RETRY_STATUS = frozenset({408, 429, 502, 503, 504})
 #: answered with a status worth retrying, but only the operator can change them: a repeat would answer the same
@@ -175,13 +180,28 @@ class Gradebox:
         on_error: OnError = "raise",
         columns: Sequence[str] | None = None,
         name: str | None = None,
+        deadline_ms: int | None = None,
+        on_unavailable: OnUnavailable | None = None,
+        group_by: str | None = None,
+        as_float: bool = False,
     ) -> RewardFunction:
         """A reward function for RL trainers (TRL's GRPOTrainer ``reward_funcs``) grading with
-        grader ``key``: ``reward_fn(prompts, completions, **dataset_columns) -> list[float]``.
-        See gradebox.reward.RewardFunction."""
+        grader ``key``: ``reward_fn(prompts, completions, **dataset_columns) -> list[float | None]``
+        (None: no reward for the sample). See gradebox.reward.RewardFunction."""
         from .reward import RewardFunction
 
-        return RewardFunction(self, key, version=version, on_error=on_error, columns=columns, name=name)
+        return RewardFunction(
+            self,
+            key,
+            version=version,
+            on_error=on_error,
+            columns=columns,
+            name=name,
+            deadline_ms=deadline_ms,
+            on_unavailable=on_unavailable,
+            group_by=group_by,
+            as_float=as_float,
+        )
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -385,57 +405,137 @@ class Graders:
         while a combined grader uses it."""
         self._client._request("DELETE", self._key_path(_one_key(key, grader_key)), retry=True)
 
-    def grade(self, key: str, thread: Mapping[str, Any], version: int | None = None) -> GradeResponse:
+    def grade(
+        self, key: str, thread: Mapping[str, Any], version: int | None = None, *, on_unavailable: OnUnavailable | None = None
+    ) -> GradeResponse:
         """Grades one thread (with ``version``, that stored version); a grader failure raises
-        GraderRuntimeError with its code (GRADER_ERROR, GRADER_TIMEOUT, …)."""
+        GraderRuntimeError with its code (GRADER_ERROR, GRADER_TIMEOUT, …), an abstention
+        GraderAbstainedError (``abstained.code``, ``abstained.reason``): never a score.
+        ``on_unavailable="abstain"``: a judge model or endpoint that does not answer is an
+        abstention (JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE) instead of a 502 error."""
         body: dict[str, Any] = {"thread": to_wire(thread)}
         if version is not None:
             body["version"] = version
+        if on_unavailable is not None:
+            body["onUnavailable"] = _on_unavailable(on_unavailable)
         return cast(GradeResponse, self._client._request("POST", self._key_path(key, "/grade"), body=body, retry=True)[0])
 
-    def grade_batch(self, key: str, threads: Sequence[Mapping[str, Any]], version: int | None = None) -> GradeBatchResponse:
-        """Grades many threads; results come back in input order, each ``{"score", …}`` or
-        ``{"error": {"code", "message"}}`` (a failing item does not fail the batch).
+    def grade_batch(
+        self,
+        key: str,
+        threads: Sequence[Mapping[str, Any]],
+        version: int | None = None,
+        *,
+        deadline_ms: int | None = None,
+        on_unavailable: OnUnavailable | None = None,
+        group_by: str | None = None,
+        groups: Sequence[int] | None = None,
+        summary: bool | Mapping[str, Any] | None = None,
+    ) -> BatchResult:
+        """Grades many threads; results come back in input order, each a gradebox.Result whose
+        ``outcome`` is "scored" (``score``), "error" (``error``: a failing item does not fail the
+        batch) or "abstained" (``abstained``: no score is honest for it).
+
+        ``deadline_ms``: answer within that many milliseconds of this call: unfinished threads
+        come back abstained with DEADLINE_EXCEEDED (``deadline_exceeded`` counts them).
+        ``on_unavailable="abstain"``: an unanswering judge model or endpoint is an abstention.
+        ``group_by`` (a metadata field, e.g. "prompt_id") or ``groups`` (one group index per
+        thread): the groups a group grader grades together. ``summary``: True, or
+        ``{"bins", "threshold", "answerKey"}``: the batch's statistics in ``summary``.
 
         A list longer than the server's limit (GET /v1/limits: maxBatchThreads, maxBodyBytes) is
-        sent in chunks, up to the client's ``max_concurrency`` at once. Without ``version`` the
-        first chunk is graded first and the others are pinned to the version that graded it, so
-        every result comes from one version even if the grader is updated meanwhile."""
-        chunks = self._grade_chunks(key, threads, version)
-        results: list[GradeResult] = []
-        for chunk in chunks:
-            results.extend(chunk.results)
-        return {
-            "results": results,
-            "durationMs": round(sum(c.duration_ms for c in chunks), 3),
-            "version": chunks[0].version,
-        }
+        sent in chunks, up to the client's ``max_concurrency`` at once, cut between groups only
+        (a group is never split); their components are merged and the summary is computed here
+        from all the results. Without ``version`` the first chunk is graded first and the others
+        are pinned to the version that graded it, so every result comes from one version even if
+        the grader is updated meanwhile. With a deadline, a chunk not yet sent when it passes is
+        not sent: its threads are abstained with DEADLINE_EXCEEDED."""
+        return self._grade_batch(
+            key,
+            threads,
+            version,
+            deadline_ms=deadline_ms,
+            on_unavailable=on_unavailable,
+            group_by=group_by,
+            groups=groups,
+            summary=summary,
+        )[0]
 
-    def _grade_chunks(self, key: str, threads: Sequence[Mapping[str, Any]], version: int | None) -> builtins.list[_Chunk]:
-        encoded = [_dumps(to_wire(t)) for t in threads]
+    def _grade_batch(
+        self,
+        key: str,
+        threads: Sequence[Mapping[str, Any]],
+        version: int | None,
+        *,
+        deadline_ms: int | None = None,
+        on_unavailable: OnUnavailable | None = None,
+        group_by: str | None = None,
+        groups: Sequence[int] | None = None,
+        summary: bool | Mapping[str, Any] | None = None,
+    ) -> tuple[BatchResult, builtins.list[str | None]]:
+        """grade_batch's answer, and the request id that answered each result (None for one the
+        client abstained on)."""
+        started = time.monotonic()
+        if deadline_ms is not None and (
+            isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 1 <= deadline_ms <= MAX_DEADLINE_MS
+        ):
+            raise ValueError(f"deadline_ms must be a whole number of milliseconds from 1 to {MAX_DEADLINE_MS}, not {deadline_ms!r}")
+        if group_by is not None and groups is not None:
+            raise ValueError("pass group_by (a metadata field) or groups (one index per thread), not both")
+        if summary is not None and not isinstance(summary, (bool, Mapping)):
+            raise TypeError(f'summary is True or {{"bins", "threshold", "answerKey"}}, not {type(summary).__name__}')
+        wires = [to_wire(t) for t in threads]
+        if groups is not None:
+            # a numpy array or a tensor: its ints are Python's only through tolist()
+            tolist = getattr(groups, "tolist", None)
+            groups = list(tolist() if callable(tolist) else groups)
+            if len(groups) != len(wires):
+                raise ValueError(f"groups has {len(groups)} indexes for {len(wires)} threads: pass one group index per thread")
+            if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in groups):
+                raise ValueError("groups holds whole numbers >= 0: one group index per thread")
+        encoded = [_dumps(w) for w in wires]
+        fields: dict[str, Any] = {}
+        if on_unavailable is not None:
+            fields["onUnavailable"] = _on_unavailable(on_unavailable)
+        if group_by is not None:
+            fields["groupBy"] = group_by
+        if summary is not None and summary is not False:
+            fields["summary"] = summary
         path = self._key_path(key, "/grade-batch")
 
-        def send(items: builtins.list[bytes], pinned: int | None) -> _Chunk:
-            tail = b"]}" if pinned is None else b'],"version":' + str(pinned).encode() + b"}"
-            raw = b'{"threads":[' + b",".join(items) + tail
+        def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
+            body = dict(fields)
+            if pinned is not None:
+                body["version"] = pinned
+            if groups is not None:
+                body["groups"] = [groups[i] for i in indexes]
+            if deadline_ms is not None:
+                left = deadline_ms - round((time.monotonic() - started) * 1000)
+                if left < 1 and not first:  # the first is always sent: the answer needs its version
+                    return _Chunk.expired(indexes, pinned)
+                body["deadlineMs"] = max(1, left)
+            tail = _dumps(body)
+            raw = b'{"threads":[' + b",".join(encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
             answer, request_id = self._client._request("POST", path, raw_body=raw, retry=True)
-            if len(answer.get("results", ())) != len(items):
-                # a short or long answer would put every later result on the wrong thread
-                raise APIError(
-                    200, "INVALID_RESPONSE", request_id, f"the server answered {len(answer.get('results', ()))} results for {len(items)} threads"
-                )
-            return _Chunk(answer["results"], float(answer.get("durationMs", 0.0)), int(answer["version"]), request_id)
+            return _Chunk.parse(answer, indexes, request_id)
 
         if len(encoded) == 0:
-            return [send([], version)]  # the server's own answer (400: a batch holds at least one thread)
-        limits = self._client.limits()
-        groups = _split(encoded, limits["maxBatchThreads"], limits["maxBodyBytes"])
-        if len(groups) == 1:
-            return [send(groups[0], version)]
-        first = send(groups[0], version)
-        pinned = first.version
-        rest = list(self._client._pool().map(lambda group: send(group, pinned), groups[1:]))
-        return [first, *rest]
+            # the server's own answer (400: a batch holds at least one thread)
+            chunks = [send([], version, True)]
+            units: builtins.list[builtins.list[int]] = []
+        else:
+            units = _units(wires, group_by, groups)
+            limits = self._client.limits()
+            per_thread = [len(e) + 1 + (len(str(groups[i])) + 1 if groups is not None else 0) for i, e in enumerate(encoded)]
+            parts = _pack(units, per_thread, limits["maxBatchThreads"], limits["maxBodyBytes"] - len(_dumps(fields)))
+            if version is not None or len(parts) == 1:
+                chunks = list(self._client._pool().map(lambda part: send(part, version, part is parts[0]), parts))
+            else:
+                # the first graded alone: its version pins the others
+                first = send(parts[0], None, True)
+                chunks = [first, *self._client._pool().map(lambda part: send(part, first.version, False), parts[1:])]
+        grouped = group_by is not None or groups is not None
+        return _merge(chunks, len(encoded), summary, units if grouped else None, deadline_ms is not None)
 
 
 class Secrets:
@@ -475,17 +575,142 @@ class Secrets:
 
 
 class _Chunk:
-    __slots__ = ("duration_ms", "request_id", "results", "version")
+    """One request's answer, for the threads at ``indexes`` of the whole batch."""
 
-    def __init__(self, results: list[GradeResult], duration_ms: float, version: int, request_id: str | None) -> None:
+    __slots__ = ("answer", "expired_count", "indexes", "request_id", "results", "version")
+
+    def __init__(
+        self, indexes: list[int], results: list[Result], answer: dict[str, Any], version: int | None, request_id: str | None, expired: int = 0
+    ) -> None:
+        self.indexes = indexes
         self.results = results
-        self.duration_ms = duration_ms
+        self.answer = answer
         self.version = version
         self.request_id = request_id
+        #: threads the client abstained on: the deadline passed before the chunk was sent
+        self.expired_count = expired
+
+    @classmethod
+    def parse(cls, answer: object, indexes: list[int], request_id: str | None) -> _Chunk:
+        def invalid(why: str) -> APIError:
+            return APIError(200, "INVALID_RESPONSE", request_id, f"grade-batch: {why}")
+
+        if not isinstance(answer, dict):
+            raise invalid("the answer is not an object")
+        results = answer.get("results")
+        if not isinstance(results, list) or len(results) != len(indexes):
+            # a short or long answer would put every later result on the wrong thread
+            got = len(results) if isinstance(results, list) else 0
+            raise invalid(f"the server answered {got} results for {len(indexes)} threads")
+        if not all(isinstance(r, dict) for r in results):
+            raise invalid("a result is not an object")
+        components = answer.get("components")
+        if components is not None and not (
+            isinstance(components, dict) and all(isinstance(v, list) and len(v) == len(indexes) for v in components.values())
+        ):
+            raise invalid("components are not lists aligned with the results")
+        version = answer.get("version")
+        return cls(indexes, [Result(r) for r in results], answer, version if isinstance(version, int) else None, request_id)
+
+    @classmethod
+    def expired(cls, indexes: list[int], version: int | None) -> _Chunk:
+        abstained = {"code": "DEADLINE_EXCEEDED", "reason": "the deadline passed before the client sent this part of the batch"}
+        results = [Result({"outcome": "abstained", "abstained": dict(abstained)}) for _ in indexes]
+        return cls(indexes, results, {}, version, None, expired=len(indexes))
 
 
-# room for {"threads":[…],"version":N} around the threads
-_ENVELOPE_BYTES = 64
+#: the longest deadline a batch may ask for (ms): the server's MAX_DEADLINE_MS
+MAX_DEADLINE_MS = 600_000
+# room for {"threads":[…],"version":N,"deadlineMs":N} around the threads
+_ENVELOPE_BYTES = 96
+
+
+def _on_unavailable(value: str) -> str:
+    if value not in ("error", "abstain"):
+        raise ValueError(f'on_unavailable is "error" or "abstain", not {value!r}')
+    return value
+
+
+def _group_value(value: object) -> str:
+    """A metadata value as a group key: equal JSON values (1 and 1.0 too) give equal keys."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _units(wires: list[Thread], group_by: str | None, groups: list[int] | None) -> list[list[int]]:
+    """The threads that must travel in one request: each group's (in order of first
+    appearance), else each thread alone."""
+    if group_by is None and groups is None:
+        return [[i] for i in range(len(wires))]
+    by_key: dict[object, list[int]] = {}
+    for i, wire in enumerate(wires):
+        if groups is not None:
+            key: object = groups[i]
+        else:
+            metadata = wire.get("metadata") or {}
+            # a thread without the field is a group of one
+            key = ("value", _group_value(metadata[group_by])) if group_by in metadata else ("alone", i)
+        by_key.setdefault(key, []).append(i)
+    return list(by_key.values())
+
+
+def _pack(units: list[list[int]], sizes: list[int], max_threads: int, max_bytes: int) -> list[list[int]]:
+    """Units packed in order into requests of at most ``max_threads`` threads and ``max_bytes``
+    bytes of body, each request's threads in input order (a unit too large on its own goes
+    alone, for the server to refuse)."""
+    max_threads = max(1, max_threads)
+    parts: list[list[int]] = []
+    current: list[int] = []
+    size = _ENVELOPE_BYTES
+    for unit in units:
+        grow = sum(sizes[i] for i in unit)
+        if current and (len(current) + len(unit) > max_threads or size + grow > max_bytes):
+            parts.append(sorted(current))
+            current, size = [], _ENVELOPE_BYTES
+        current.extend(unit)
+        size += grow
+    parts.append(sorted(current))
+    return parts
+
+
+def _merge(
+    chunks: list[_Chunk], n: int, summary: bool | Mapping[str, Any] | None, units: list[list[int]] | None, with_deadline: bool
+) -> tuple[BatchResult, list[str | None]]:
+    """The chunks' answers as one, in input order."""
+    head = chunks[0]
+    if len(chunks) == 1:
+        merged = BatchResult(head.answer)
+        merged["results"] = head.results
+        return merged, [head.request_id] * n
+    results: list[Result | None] = [None] * n
+    request_ids: list[str | None] = [None] * n
+    components: dict[str, list[float | None]] = {}
+    exceeded = 0
+    for chunk in chunks:
+        for j, i in enumerate(chunk.indexes):
+            results[i] = chunk.results[j]
+            request_ids[i] = chunk.request_id
+        for name, values in (chunk.answer.get("components") or {}).items():
+            channel = components.setdefault(name, [None] * n)
+            for j, i in enumerate(chunk.indexes):
+                channel[i] = values[j]
+        exceeded += chunk.expired_count + int(chunk.answer.get("deadlineExceeded") or 0)
+    merged_results = cast("list[Result]", results)
+    merged = BatchResult(
+        results=merged_results,
+        durationMs=round(sum(float(c.answer.get("durationMs", 0.0)) for c in chunks), 3),
+        version=head.version,
+    )
+    if "provenance" in head.answer:
+        merged["provenance"] = head.answer["provenance"]
+    if components:
+        merged["components"] = components
+    if summary is not None and summary is not False:
+        merged["summary"] = summarize(merged_results, summary, units)
+    if with_deadline:
+        merged["deadlineExceeded"] = exceeded
+    return merged, request_ids
 
 
 def _one_key(key: str | None, grader_key: str | None) -> str:
@@ -493,21 +718,3 @@ def _one_key(key: str | None, grader_key: str | None) -> str:
     if (key is None) == (grader_key is None):
         raise GradeboxError("pass exactly one of key or grader_key")
     return cast(str, key if key is not None else grader_key)
-
-
-def _split(encoded: list[bytes], max_threads: int, max_bytes: int) -> list[list[bytes]]:
-    """Consecutive groups of at most ``max_threads`` threads and ``max_bytes`` bytes of body (a
-    thread too large on its own goes alone, for the server to refuse)."""
-    max_threads = max(1, max_threads)
-    groups: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = _ENVELOPE_BYTES
-    for item in encoded:
-        grow = len(item) + 1  # and a comma
-        if current and (len(current) >= max_threads or size + grow > max_bytes):
-            groups.append(current)
-            current, size = [], _ENVELOPE_BYTES
-        current.append(item)
-        size += grow
-    groups.append(current)
-    return groups

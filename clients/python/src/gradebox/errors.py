@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from .results import Abstained
+
 __all__ = [
+    "ABSTAIN_CODES",
     "GRADE_ERROR_CODES",
     "APIConnectionError",
     "APIError",
@@ -17,6 +20,7 @@ __all__ = [
     "GraderRuntimeError",
     "GraderValidationError",
     "GradeboxError",
+    "GraderAbstainedError",
     "InternalServerError",
     "NotFoundError",
     "PayloadTooLargeError",
@@ -151,6 +155,18 @@ class GraderRuntimeError(_Positioned):
         return _int_or_none(self.body.get("index"))
 
 
+class GraderAbstainedError(UnprocessableEntityError):
+    """The grader (or the service, for it) abstained on the thread: 422 ABSTAINED from
+    ``grade()``. An abstention is not a failure and not a zero: no score is honest for the thread.
+    ``abstained``: its ``code`` (one of ABSTAIN_CODES: GRADER_ABSTAINED when the grader returned
+    null / None or raised Abstain, JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE with
+    ``on_unavailable="abstain"``, ALL_PARTS_ABSTAINED for a combined grader) and ``reason``."""
+
+    @property
+    def abstained(self) -> Abstained:
+        return Abstained.from_wire(self.body.get("abstained"))
+
+
 class APIConnectionError(GradeboxError):
     """No answer from the server: refused, reset, DNS, TLS…"""
 
@@ -176,6 +192,11 @@ GRADE_ERROR_CODES: frozenset[str] = frozenset(
         "ENDPOINT_UNAVAILABLE",
         "ENDPOINT_INVALID_RESPONSE",
     }
+)
+
+#: Why a result is an abstention (``Abstained.code``): the server's ABSTAIN_CODES (sdk/errors.ts).
+ABSTAIN_CODES: frozenset[str] = frozenset(
+    {"GRADER_ABSTAINED", "DEADLINE_EXCEEDED", "JUDGE_UNAVAILABLE", "ENDPOINT_UNAVAILABLE", "ALL_PARTS_ABSTAINED"}
 )
 
 #: the HTTP status /grade answers a grading error with (502 for upstream failures, else 422)
@@ -209,6 +230,8 @@ def error_from_response(status: int, body: dict[str, Any], request_id: str | Non
     message = f"{status} {code}: {detail}"
     if code == "VALIDATION_FAILED":
         return GraderValidationError(status, code, request_id, message, body)
+    if code == "ABSTAINED":
+        return GraderAbstainedError(status, code, request_id, message, body)
     if code in GRADE_ERROR_CODES:
         return GraderRuntimeError(status, code, request_id, message, body)
     cls = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else APIError)

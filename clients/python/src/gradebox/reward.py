@@ -1,11 +1,13 @@
 """Reward functions in the shape RL trainers call them (TRL's GRPOTrainer ``reward_funcs``):
-``reward_fn(prompts, completions, **dataset_columns) -> list[float]``, graded by a stored grader."""
+``reward_fn(prompts, completions, **dataset_columns) -> list[float | None]``, graded by a stored
+grader. None is TRL's "no reward for this sample": an abstention, never a zero."""
 
 from __future__ import annotations
 
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .errors import GRADE_ERROR_STATUS, APIError, GraderRuntimeError
@@ -13,15 +15,16 @@ from .types import ROLES, Thread, Turn
 
 if TYPE_CHECKING:
     from .client import Gradebox
+    from .results import BatchResult
 
 __all__ = ["EXCLUDED_COLUMNS", "OnError", "RewardFunction", "build_threads"]
 
-#: what a failed item becomes: "raise" (GraderRuntimeError naming the item), or this reward
-#: (float("nan") makes TRL leave the item out: it sums rewards with nansum)
-OnError = Literal["raise"] | float
+#: what a failed item becomes: "raise" (GraderRuntimeError naming the item), None (no reward
+#: for the sample, as an abstention), or this reward
+OnError = Literal["raise"] | float | None
 
 #: keyword arguments TRL passes that are not dataset columns: never sent as metadata
-EXCLUDED_COLUMNS: frozenset[str] = frozenset({"completion_ids", "trainer_state"})
+EXCLUDED_COLUMNS: frozenset[str] = frozenset({"completion_ids", "trainer_state", "log_metric", "log_extra", "environments"})
 
 _SKIP = object()
 
@@ -156,17 +159,39 @@ def build_threads(
 
 
 class RewardFunction:
-    """``reward_fn(prompts, completions, **dataset_columns) -> list[float]``: builds one thread
-    per completion (see build_threads), grades them with one grade_batch (split into chunks
-    when longer than the server's limit) and returns the scores in order.
+    """``reward_fn(prompts, completions, **dataset_columns) -> list[float | None]``: builds one
+    thread per completion (see build_threads), grades them with one grade_batch (split into
+    chunks when longer than the server's limit) and returns the rewards in order.
 
-    A failed item (the grader threw, timed out, returned no number…) raises GraderRuntimeError
-    with ``index`` (the first failed item), its ``code`` and every failure in ``body["failures"]``,
-    unless ``on_error`` is a number, which the failed items get instead (``float("nan")`` makes
-    TRL leave them out). A request that fails as a whole (unknown grader, bad key, server down
-    after retries) always raises.
+    * A score is its float.
+    * An abstention (the grader returned null / None or raised Abstain, the deadline came, an
+      unanswering judge or endpoint with ``on_unavailable="abstain"``, every part of a combined
+      grader abstained) is None: TRL's "no reward for this sample".
+    * A failed item (the grader threw, timed out, returned no number…) raises
+      GraderRuntimeError with ``index`` (the first failed item), its ``code`` and every failure
+      in ``body["failures"]`` (``on_error="raise"``, the default); with ``on_error=None`` it is
+      None, with a number that number.
+    * ``as_float=True``: a list of floats, NaN where it would be None, for code that needs a
+      float for every sample.
 
-    ``__name__`` (what TRL logs the reward under) is ``name``, default the grader key."""
+    How TRL reads None (and NaN): it turns None into NaN, then sums the reward functions
+    weighted with ``nansum``, so a NaN from this function counts as 0 in that sum beside the
+    other functions' rewards for the sample; a sample where every reward function gave None or
+    NaN has no reward (since TRL 1.6: left out of its group's mean and standard deviation, with
+    advantage 0; before, a 0). The per-function mean TRL logs (``rewards/<name>/mean``) skips NaN.
+
+    ``deadline_ms``: the batch answers within that many milliseconds; the unfinished samples are
+    abstentions (None). ``group_by``: a dataset column (sent as metadata) naming each sample's
+    group, for a group grader. ``on_unavailable``: as grade_batch's.
+
+    When TRL passes ``log_metric`` and ``log_extra`` (GRPOTrainer does), each call logs with
+    ``log_metric``: each component's mean over the samples that have it
+    (``<name>/<component>``), ``<name>/abstained`` and ``<name>/errors`` (counts in the batch),
+    ``<name>/deadline_exceeded`` (with a deadline) and ``<name>/version`` (the grader version);
+    and with ``log_extra``: ``<name>/outcome`` and ``<name>/reason`` (one value per sample: the
+    grader's reason, or the error's or abstention's code and reason). ``<name>`` is ``name``,
+    default the grader key (also ``__name__``, what TRL logs the reward under). A request that
+    fails as a whole (unknown grader, bad key, server down after retries) always raises."""
 
     __name__: str
 
@@ -179,47 +204,95 @@ class RewardFunction:
         on_error: OnError = "raise",
         columns: Sequence[str] | None = None,
         name: str | None = None,
+        deadline_ms: int | None = None,
+        on_unavailable: Literal["error", "abstain"] | None = None,
+        group_by: str | None = None,
+        as_float: bool = False,
     ) -> None:
-        if isinstance(on_error, bool) or not (on_error == "raise" or isinstance(on_error, (int, float))):
-            raise ValueError(f'on_error must be "raise" or a number, not {on_error!r}')
+        if isinstance(on_error, bool) or not (on_error is None or on_error == "raise" or isinstance(on_error, (int, float))):
+            raise ValueError(f'on_error must be "raise", None or a number, not {on_error!r}')
+        if deadline_ms is not None and (isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 1):
+            raise ValueError(f"deadline_ms must be a whole number of milliseconds >= 1, not {deadline_ms!r}")
+        if on_unavailable not in (None, "error", "abstain"):
+            raise ValueError(f'on_unavailable is "error" or "abstain", not {on_unavailable!r}')
         self.client = client
         self.key = key
         self.version = version
-        self.on_error: OnError = on_error if on_error == "raise" else float(on_error)
+        self.on_error: OnError = on_error if on_error is None or on_error == "raise" else float(on_error)
         self.columns = None if columns is None else list(columns)
+        self.deadline_ms = deadline_ms
+        self.on_unavailable = on_unavailable
+        self.group_by = group_by
+        self.as_float = as_float
         self.__name__ = name or key
 
     def __repr__(self) -> str:
         return f"RewardFunction({self.key!r}, project={self.client.project!r}, on_error={self.on_error!r})"
 
-    def __call__(self, prompts: Sequence[object] | None, completions: Sequence[object], **dataset_columns: Any) -> list[float]:
+    def __call__(self, prompts: Sequence[object] | None, completions: Sequence[object], **dataset_columns: Any) -> list[float | None]:
+        log_metric = dataset_columns.get("log_metric")
+        log_extra = dataset_columns.get("log_extra")
         threads = build_threads(prompts, completions, dataset_columns, columns=self.columns)
         if not threads:
             return []
-        chunks = self.client.graders._grade_chunks(self.key, threads, self.version)
-        rewards: list[float] = []
+        batch, request_ids = self.client.graders._grade_batch(
+            self.key,
+            threads,
+            self.version,
+            deadline_ms=self.deadline_ms,
+            on_unavailable=self.on_unavailable,
+            group_by=self.group_by,
+        )
+        results = batch.results
+        if len(results) != len(threads):
+            raise APIError(200, "INVALID_RESPONSE", None, f"{len(results)} results for {len(threads)} threads")
         failures: list[dict[str, Any]] = []
-        first_request_id: str | None = None
-        fallback = math.nan if isinstance(self.on_error, str) else self.on_error
-        for chunk in chunks:
-            for result in chunk.results:
-                if "error" in result:
-                    failures.append({"index": len(rewards), **result["error"]})
-                    if first_request_id is None:
-                        first_request_id = chunk.request_id
-                    rewards.append(fallback)
-                else:
-                    rewards.append(float(result["score"]))
-        if len(rewards) != len(threads):
-            raise APIError(200, "INVALID_RESPONSE", None, f"{len(rewards)} results for {len(threads)} threads")
+        rewards: list[float | None] = []
+        for i, result in enumerate(results):
+            error = result.error
+            if error is not None:
+                failures.append({"index": i, **result.get("error", {"code": error.code, "message": error.message})})
+                rewards.append(None if self.on_error is None or self.on_error == "raise" else cast(float, self.on_error))
+            else:
+                rewards.append(result.score)  # None for an abstention
         if failures and self.on_error == "raise":
             first = failures[0]
             code = str(first.get("code", "GRADER_ERROR"))
             more = f" (and {len(failures) - 1} more of {len(threads)} items failed)" if len(failures) > 1 else ""
             message = (
                 f"grader {self.key!r} failed on item {first['index']}: {code}: {first.get('message', '')}{more}; "
-                "pass on_error=<a reward> to score failed items instead"
+                "pass on_error=None (no reward) or on_error=<a reward> to go on without raising"
             )
             body = {**first, "detail": first.get("message", ""), "failures": failures}
-            raise GraderRuntimeError(GRADE_ERROR_STATUS.get(code, 422), code, first_request_id, message, body)
+            raise GraderRuntimeError(GRADE_ERROR_STATUS.get(code, 422), code, request_ids[int(first["index"])], message, body)
+        if callable(log_metric):
+            self._log_metrics(cast("Callable[[str, float], Any]", log_metric), batch, len(failures))
+        if callable(log_extra):
+            self._log_extra(cast("Callable[[str, list[Any]], Any]", log_extra), batch)
+        if self.as_float:
+            return [math.nan if r is None else r for r in rewards]
         return rewards
+
+    def _log_metrics(self, log_metric: Callable[[str, float], Any], batch: BatchResult, errors: int) -> None:
+        for component, values in batch.components.items():
+            present = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if present:  # a mean of nothing would log NaN
+                log_metric(f"{self.__name__}/{component}", sum(present) / len(present))
+        log_metric(f"{self.__name__}/abstained", float(sum(r.outcome == "abstained" for r in batch.results)))
+        log_metric(f"{self.__name__}/errors", float(errors))
+        if self.deadline_ms is not None:
+            log_metric(f"{self.__name__}/deadline_exceeded", float(batch.deadline_exceeded))
+        log_metric(f"{self.__name__}/version", float(batch.version))
+
+    def _log_extra(self, log_extra: Callable[[str, list[Any]], Any], batch: BatchResult) -> None:
+        reasons: list[str] = []
+        for result in batch.results:
+            error, abstained = result.error, result.abstained
+            if error is not None:
+                reasons.append(f"{error.code}: {error.message}")
+            elif abstained is not None:
+                reasons.append(f"{abstained.code}: {abstained.reason}")
+            else:
+                reasons.append(result.reason or "")
+        log_extra(f"{self.__name__}/outcome", [r.outcome for r in batch.results])
+        log_extra(f"{self.__name__}/reason", reasons)

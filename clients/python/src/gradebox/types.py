@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict, get_args
 
 __all__ = [
+    "Abstention",
+    "BatchSummary",
     "GradeBatchResponse",
     "GradeError",
     "GradeResponse",
@@ -15,7 +17,11 @@ __all__ = [
     "GradeScore",
     "Grader",
     "GraderPage",
+    "GroupSummary",
+    "Histogram",
     "Language",
+    "PartProvenance",
+    "Provenance",
     "GraderWithSource",
     "Limits",
     "Role",
@@ -86,6 +92,7 @@ class GraderPage(TypedDict):
 
 
 class _GradeScoreBase(TypedDict):
+    outcome: Literal["scored"]
     score: float
 
 
@@ -110,31 +117,121 @@ class GradeError(_GradeErrorBase, total=False):
     column: int
 
 
-class GradeResult(TypedDict, total=False):
-    """One item of a batch: either a score (``score``, and ``reason``, ``metadata``,
-    ``subscores`` when the grader gave them) or ``error`` (why the item got no score)."""
+class Abstention(TypedDict):
+    """Why a thread has neither a score nor an error (``code`` is one of errors.ABSTAIN_CODES)."""
+
+    code: str
+    reason: str
+
+
+class _GradeResultBase(TypedDict):
+    outcome: Literal["scored", "error", "abstained"]
+
+
+class GradeResult(_GradeResultBase, total=False):
+    """One item of a batch, as ``outcome`` says: "scored" (``score``, and ``reason``,
+    ``metadata``, ``subscores`` when the grader gave them), "error" (``error``: why the item got
+    no score) or "abstained" (``abstained``: why no score is honest for it)."""
 
     score: float
     reason: str
     metadata: dict[str, Any]
-    subscores: list[dict[str, Any]]
+    subscores: list[Any]
     error: GradeError
+    abstained: Abstention
+
+
+class _ProvenanceBase(TypedDict):
+    grader: str
+    kind: Literal["function", "combined", "judge", "endpoint"]
+    version: int
+    sourceSha256: str
+
+
+class PartProvenance(_ProvenanceBase, total=False):
+    """Which grader, at which version and source digest, graded a part of a combined grader."""
+
+    language: Language
+    model: str
+    templateSha256: str
+    endpointVersion: str
+
+
+class Provenance(PartProvenance, total=False):
+    """Which grader, at which version and source digest, produced the results (``language``
+    for function graders; ``model`` and ``templateSha256`` for judges; ``endpointVersion`` for
+    endpoints; ``parts`` for combined graders)."""
+
+    parts: list[PartProvenance]
+
+
+class Histogram(TypedDict):
+    """A fixed-bin histogram of the scores: ``edges`` (bins + 1, ascending; the last bin
+    includes its upper edge) and ``counts`` per bin."""
+
+    edges: list[float]
+    counts: list[int]
+
+
+class _GroupSummaryBase(TypedDict):
+    groups: int
+    k: int
+    meanOfBest: float | None
+    meanOfMeans: float | None
+
+
+class GroupSummary(_GroupSummaryBase, total=False):
+    """Statistics over a batch's groups (``passAtK`` with a threshold, ``majorityAtK`` with a
+    threshold and an answer key)."""
+
+    passAtK: float | None
+    majorityAtK: float | None
+
+
+class _BatchSummaryBase(TypedDict):
+    count: int
+    outcomes: dict[str, int]
+    mean: float | None
+    std: float | None
+    sem: float | None
+    min: float | None
+    max: float | None
+    quantiles: dict[str, float] | None
+    histogram: Histogram | None
+
+
+class BatchSummary(_BatchSummaryBase, total=False):
+    """The distribution of a batch's scores: counts by outcome, mean, population standard
+    deviation, standard error, min/max, quantiles p5…p95, histogram (None where there are no
+    scores), and ``groups`` when the batch was grouped."""
+
+    groups: GroupSummary
 
 
 class GradeResponse(GradeScore):
-    """POST …/grade: the score, the server's time, and the version that graded it."""
+    """POST …/grade: the score (``outcome`` is always "scored": an error or an abstention is an
+    exception), the server's time, the version that graded it and its provenance."""
 
     durationMs: float
     version: int
+    provenance: Provenance
 
 
-class GradeBatchResponse(TypedDict):
-    """POST …/grade-batch: results in input order. When the client split the batch into chunks,
-    ``durationMs`` is the server's time summed over the chunks."""
-
+class _GradeBatchResponseBase(TypedDict):
     results: list[GradeResult]
     durationMs: float
     version: int
+    provenance: Provenance
+
+
+class GradeBatchResponse(_GradeBatchResponseBase, total=False):
+    """POST …/grade-batch as the server answers it (grade_batch returns it as a
+    gradebox.BatchResult): results in input order, ``components`` aligned with them when any
+    result has named parts, ``summary`` when asked for, ``deadlineExceeded`` with a deadline."""
+
+    components: dict[str, list[float | None]]
+    summary: BatchSummary
+    deadlineExceeded: int
 
 
 class Limits(TypedDict):
