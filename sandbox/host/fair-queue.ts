@@ -39,6 +39,19 @@ export class FairQueue<T extends { project: string }> {
     return undefined;
   }
 
+  /** Takes `task` out of its queue, if it is queued (a batch whose deadline came). */
+  remove(task: T): boolean {
+    const q = this.queues.get(task.project);
+    const at = q ? q.indexOf(task) : -1;
+    if (!q || at < 0) return false;
+    q.splice(at, 1);
+    if (q.length === 0) {
+      this.queues.delete(task.project);
+      this.ring.splice(this.ring.indexOf(task.project), 1);
+    }
+    return true;
+  }
+
   drain(): T[] {
     const all = [...this.queues.values()].flat();
     this.queues.clear();

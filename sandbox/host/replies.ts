@@ -32,9 +32,9 @@ function isOutcome(o: unknown): o is GradeOutcome {
   );
 }
 
-/** A slice's outcomes: at least one, at most the `left` items the slice may cover, each well-formed. */
-export function wellFormedSlice(outcomes: unknown, left: number): outcomes is GradeOutcome[] {
-  return Array.isArray(outcomes) && outcomes.length >= 1 && outcomes.length <= left && outcomes.every(isOutcome);
+/** A slice's outcomes: at least `least` (1; 0 for a slice its deadline stopped), at most the `left` items the slice may cover, each well-formed. */
+export function wellFormedSlice(outcomes: unknown, left: number, least = 1): outcomes is GradeOutcome[] {
+  return Array.isArray(outcomes) && outcomes.length >= least && outcomes.length <= left && outcomes.every(isOutcome);
 }
 
 /** a line or column in a grader's source (1-based; a 64 KiB source has no more) */

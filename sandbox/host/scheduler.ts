@@ -16,6 +16,7 @@ import { type PoolOptions, SandboxCrashError, SandboxUnavailableError } from "./
 import type { Supervisor, WorkerHandle } from "./supervisor.ts";
 import {
   contain,
+  expire,
   finish,
   type GradeTask,
   gradeTask,
@@ -34,6 +35,17 @@ import { Trust } from "./trust.ts";
 const PYTHON_START_MS = 20_000;
 /** graders each worker remembers having run, so a grader goes back to a worker that holds it warm */
 const RECENT_MAX = 512;
+/**
+ * A slice under a deadline stops this long before it, so its reply (with what it finished) is
+ * in before the pool answers at the deadline: IPC of a slice's outcomes, on a loaded machine.
+ */
+export const REPLY_MARGIN_MS = 50;
+/**
+ * How long past its deadline a batch waits for a slice still running, whose reply carries what
+ * it finished: a loaded machine stops an isolate's call late (60–90 ms measured at a load of 12
+ * on 2 cores). The answer is then due within the deadline + this.
+ */
+export const LATE_REPLY_MS = 25;
 /** outcomes that cost a grader its trust (trust.ts) */
 const FAULT_CODES = new Set<GradeErrorCode>(["GRADER_TIMEOUT", "GRADER_MEMORY_LIMIT", "SANDBOX_CRASHED"]);
 
@@ -61,11 +73,28 @@ export class Scheduler {
     return this.grading.size;
   }
 
-  grade(grader: GraderCode, batch: PackedBatch): Promise<GradeOutcome[]> {
+  /**
+   * With `deadlineAt` (a Date.now()) the batch answers by then: its own timer takes it out of
+   * the queue and abstains what is unfinished; a slice still running then is discarded when its
+   * reply comes (it stops at the deadline itself, so its worker is free at once).
+   */
+  grade(grader: GraderCode, batch: PackedBatch, deadlineAt?: number): Promise<GradeOutcome[]> {
     return new Promise((resolve) => {
-      this.grading.push(gradeTask(grader, batch, resolve));
+      const task = gradeTask(grader, batch, resolve, deadlineAt);
+      if (deadlineAt !== undefined) {
+        const left = deadlineAt - Date.now();
+        if (left <= 0) return expire(task);
+        task.timer = setTimeout(() => this.due(task), left);
+      }
+      this.grading.push(task);
       this.pump();
     });
+  }
+
+  /** A task's deadline came: queued, it answers now; running, once its slice replies or LATE_REPLY_MS have passed. */
+  private due(task: GradeTask): void {
+    if (this.grading.remove(task) || !this.workers.workers.some((w) => w.running?.task === task)) expire(task);
+    else task.timer = setTimeout(() => expire(task), LATE_REPLY_MS);
   }
 
   validate(project: string, source: string, mock: boolean, language?: Language): Promise<ValidationResult> {
@@ -131,7 +160,13 @@ export class Scheduler {
       from = task.next;
       single = task.single;
       trusted = this.trust.trusted(task.grader.id);
-      const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task.outcomes), end: sliceEnd(task, from) };
+      const options: SliceOptions = {
+        single,
+        sliceMs: this.sliceMs,
+        limitsInARow: limitsAtEnd(task.outcomes),
+        end: sliceEnd(task, from),
+        ...(task.deadlineAt === undefined ? {} : { deadlineAt: task.deadlineAt - REPLY_MARGIN_MS }),
+      };
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
       // one slice, then one call that may run to its hard deadline, plus loading the module (and
       // for Python, booting the worker's interpreter template and restoring the grader's isolate)
@@ -174,8 +209,10 @@ export class Scheduler {
       const error = new Error(failureMessage(reply));
       if (task.kind === "grade") finish(task, { code: "SANDBOX_CRASHED", message: error.message });
       else task.reject(error);
+    } else if (task.kind === "grade" && task.done && reply.op !== "grade") {
+      // the batch answered at its deadline: whatever became of this slice is of no use now
     } else if (task.kind === "grade" && reply.op === "grade") {
-      this.takeSlice(worker, task, reply);
+      this.takeSlice(worker, task, running.from, reply);
     } else if (task.kind === "validate" && reply.op === "validate") {
       if (reply.retire === true) this.workers.retire(worker);
       const result = checkedValidation(reply.result);
@@ -193,18 +230,26 @@ export class Scheduler {
     this.pump();
   }
 
-  /** A slice's outcomes, checked before use: at least one, at most the items left, each well-formed. */
-  private takeSlice(worker: WorkerHandle, task: GradeTask, reply: Extract<WorkerReply, { op: "grade" }>): void {
+  /**
+   * A slice's outcomes (from item `from` on), checked before use: at least one (none may be
+   * finished when its deadline stopped it), at most the items left, each well-formed. Those of a
+   * task that answered at its deadline meanwhile still count towards trust and faults, and are
+   * dropped.
+   */
+  private takeSlice(worker: WorkerHandle, task: GradeTask, from: number, reply: Extract<WorkerReply, { op: "grade" }>): void {
     const outcomes = reply.outcomes;
-    if (!wellFormedSlice(outcomes, sliceEnd(task, task.next) - task.next)) {
+    const stopped = reply.deadline === true;
+    if ((stopped && task.deadlineAt === undefined) || !wellFormedSlice(outcomes, sliceEnd(task, from) - from, stopped ? 0 : 1)) {
       this.trust.note(task.grader.id, true);
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
       this.workers.kill(worker);
       return;
     }
-    for (const outcome of outcomes) task.outcomes.push(outcome);
-    task.next += outcomes.length;
-    task.lastWorker = worker;
+    if (!task.done) {
+      for (const outcome of outcomes) task.outcomes.push(outcome);
+      task.next += outcomes.length;
+      task.lastWorker = worker;
+    }
     const faulted = typeof reply.violation === "string" || outcomes.some((o) => "error" in o && FAULT_CODES.has(o.error.code));
     this.trust.note(task.grader.id, faulted);
     if (typeof reply.violation === "string" && !task.grader.id.startsWith(VALIDATION_ID)) {
@@ -218,7 +263,9 @@ export class Scheduler {
     }
     // the worker holds more than it should: a new one starts, and this one closes after this reply
     if (reply.retire === true) this.workers.retire(worker);
-    this.requeue(task);
+    // a slice that ended on its own at its deadline (past the margin it was given) is the last one too
+    if (stopped || (task.deadlineAt !== undefined && Date.now() >= task.deadlineAt - REPLY_MARGIN_MS)) expire(task);
+    else if (!task.done) this.requeue(task);
   }
 
   /** A worker exited (the supervisor's hook): whose fault it was, and what each item gets. */
@@ -254,13 +301,16 @@ export class Scheduler {
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox is shutting down" });
       return;
     }
+    // answered at its deadline already: the loss is judged as any other (the watchdog holds a call
+    // to the grader's own limit, never to the deadline), and nothing is graded again
+    const answered = task.done;
     if (loss.blamed) {
       this.trust.note(task.grader.id, true);
       // threads graded with a source under validation have no stored grader: the project answers for them
       if (task.grader.id.startsWith(VALIDATION_ID)) this.events.emit("validationFault", task.project, loss.message);
       else this.events.emit("graderFault", task.grader.id, loss.message);
     }
-    if (contain(task, loss, running)) this.requeue(task);
+    if (!answered && contain(task, loss, running)) this.requeue(task);
   }
 
   /** Shutting down: every queued request ends now. */

@@ -13,6 +13,8 @@ import type { WorkerHandle } from "./supervisor.ts";
 export const MAX_CRASHES_PER_BATCH = 3;
 /** the id prefix of a source being validated (no stored grader) */
 export const VALIDATION_ID = "validate:";
+/** what a thread the batch's deadline left unfinished is told */
+export const DEADLINE_REASON = "the batch's deadline came before this thread was graded";
 
 export type ItemError = { code: GradeErrorCode; message: string };
 
@@ -33,6 +35,13 @@ export interface GradeTask {
   crashes: number;
   /** the worker that ran the last slice (it holds the grader warm) */
   lastWorker?: WorkerHandle;
+  /** Date.now() by which the task answers, whatever is left unfinished (GradeOptions.deadlineAt) */
+  deadlineAt?: number;
+  /** the deadline's timer, cleared when the task answers */
+  timer?: NodeJS.Timeout;
+  /** answered: a slice still running for it is discarded when its reply comes */
+  done: boolean;
+  /** answers the task once (sets `done`, clears `timer`) */
   resolve: (outcomes: GradeOutcome[]) => void;
 }
 
@@ -70,8 +79,13 @@ export interface Running {
   trusted: boolean;
 }
 
-export function gradeTask(grader: GraderCode, batch: PackedBatch, resolve: (outcomes: GradeOutcome[]) => void): GradeTask {
-  return {
+export function gradeTask(
+  grader: GraderCode,
+  batch: PackedBatch,
+  resolve: (outcomes: GradeOutcome[]) => void,
+  deadlineAt?: number,
+): GradeTask {
+  const task: GradeTask = {
     kind: "grade",
     project: grader.project,
     grader,
@@ -82,8 +96,16 @@ export function gradeTask(grader: GraderCode, batch: PackedBatch, resolve: (outc
     single: false,
     culprits: new Map(),
     crashes: 0,
-    resolve,
+    ...(deadlineAt === undefined ? {} : { deadlineAt }),
+    done: false,
+    resolve: (outcomes) => {
+      if (task.done) return;
+      task.done = true;
+      clearTimeout(task.timer);
+      resolve(outcomes);
+    },
   };
+  return task;
 }
 
 /** Where a slice from `from` must stop: no item at or past a known culprit is graded again. */
@@ -104,8 +126,20 @@ export function limitsAtEnd(outcomes: GradeOutcome[]): number {
   return n;
 }
 
+/** The deadline came: every item not yet graded abstains (a known culprit keeps its error); the task is done. */
+export function expire(task: GradeTask): void {
+  if (task.done) return;
+  while (task.next < task.count) {
+    const error = task.culprits.get(task.next);
+    task.outcomes.push(error ? { error } : { abstained: { code: "DEADLINE_EXCEEDED", reason: DEADLINE_REASON } });
+    task.next++;
+  }
+  task.resolve(task.outcomes);
+}
+
 /** Every item not yet graded gets this error (a known culprit keeps its own); the task is done. */
 export function finish(task: GradeTask, error: ItemError): void {
+  if (task.done) return;
   while (task.next < task.count) {
     task.outcomes.push({ error: task.culprits.get(task.next) ?? error });
     task.next++;

@@ -23,6 +23,11 @@ export interface SliceResult {
   fault?: string;
   /** the worker holds more memory than it should: replace it (the slice ended early) */
   retire?: true;
+  /**
+   * the slice stopped at its deadline (SliceOptions.deadlineAt): the items after its outcomes
+   * (there may be none) were not finished; the call it cut short is nobody's fault
+   */
+  deadline?: true;
 }
 
 export type WorkerReply =

@@ -34,6 +34,12 @@ export interface SliceOptions {
   limitsInARow: number;
   /** grade no item at or past this index (an item that took a worker down is not tried again) */
   end: number;
+  /**
+   * Date.now() by which the slice must have answered (the batch's deadline, less the time the
+   * reply takes to reach the pool): no call starts after it, and each call's time limit is cut
+   * to what is left of it. The slice then ends with `deadline` set (SliceResult).
+   */
+  deadlineAt?: number;
 }
 
 export type WorkerRequest =
@@ -56,3 +62,14 @@ export const ROLE_ENV = "GRADEBOX_SANDBOX_ROLE";
  * pool sizes its own last-resort budgets from it.
  */
 export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;
+
+/**
+ * A call's time limit before a deadline: its own (`limitMs`), or what is left of the deadline
+ * when that is less (`cut`: a timeout then is the deadline's, not the grader's). At least 1 ms,
+ * which isolated-vm needs to take a timeout at all.
+ */
+export function timeLeft(limitMs: number, deadlineAt: number | undefined): { ms: number; cut: boolean } {
+  if (deadlineAt === undefined) return { ms: limitMs, cut: false };
+  const left = Math.max(1, Math.floor(deadlineAt - Date.now()));
+  return left < limitMs ? { ms: left, cut: true } : { ms: limitMs, cut: false };
+}

@@ -5,10 +5,10 @@
 
 import type ivm from "isolated-vm";
 import { MAX_MESSAGE } from "../protocol/replies.ts";
-import type { EngineLimits } from "../protocol/requests.ts";
+import { type EngineLimits, timeLeft } from "../protocol/requests.ts";
 import type { CheckFailure } from "../validate/checks.ts";
 import type { DecodedReply } from "../worker/reply-reader.ts";
-import { GraderError, type ModuleLoader } from "../worker/runtime.ts";
+import { DeadlineStop, GraderError, type ModuleLoader } from "../worker/runtime.ts";
 import { loadPythonScripts } from "./bundle.ts";
 import { type PythonTemplate, startInterpreter } from "./template.ts";
 
@@ -85,12 +85,18 @@ export function readLoad(answer: unknown): LoadFailure | undefined {
   return { message, ...(line === undefined ? {} : { line }), ...(column === undefined ? {} : { column }) };
 }
 
-/** Runs trusted start-up work; its time running out is the machine's, said so, not the grader's time limit. */
-function startedInTime(work: () => void): void {
+/**
+ * Runs trusted start-up work within `timeoutMs` (START_MS, or less when a batch's deadline
+ * comes first: `cut`); its time running out is the machine's, said so, not the grader's time
+ * limit, or the deadline's (DeadlineStop: the items abstain).
+ */
+function startedInTime(work: (timeoutMs: number) => void, deadlineAt: number | undefined): void {
+  const left = timeLeft(START_MS, deadlineAt);
   try {
-    work();
+    work(left.ms);
   } catch (error) {
     if (error instanceof Error && error.message === "Script execution timed out.") {
+      if (left.cut) throw new DeadlineStop();
       throw new GraderError(
         "GRADER_ERROR",
         `the Python interpreter did not start within ${START_MS / 1000} s: the sandbox worker is overloaded; try again`,
@@ -116,6 +122,8 @@ export class PythonLoader implements ModuleLoader {
     private readonly template: PythonTemplate,
     /** validation: run the library's check first, and load only a source that passes it */
     private readonly checkFirst = false,
+    /** a batch's deadline (Date.now()): the interpreter's start is cut to it */
+    private readonly deadlineAt?: number,
   ) {}
 
   isolateMb(limits: EngineLimits): number {
@@ -124,23 +132,27 @@ export class PythonLoader implements ModuleLoader {
 
   prepare(isolate: ivm.Isolate, context: ivm.Context): void {
     const t = this.template;
-    startedInTime(() =>
-      startInterpreter(isolate, context, {
-        module: t.module,
-        stdlib: t.stdlib,
-        lock: t.lock,
-        files: t.files,
-        snapshot: t.snapshot,
-        bootCache: t.bootCache,
-        timeoutMs: START_MS,
-      }),
+    startedInTime(
+      (timeoutMs) =>
+        startInterpreter(isolate, context, {
+          module: t.module,
+          stdlib: t.stdlib,
+          lock: t.lock,
+          files: t.files,
+          snapshot: t.snapshot,
+          bootCache: t.bootCache,
+          timeoutMs,
+        }),
+      this.deadlineAt,
     );
   }
 
   /** The shim, after the prelude: the interpreter's first Python call (its slowest), then the library's functions taken. */
   start(isolate: ivm.Isolate, context: ivm.Context): void {
-    startedInTime(() =>
-      isolate.compileScriptSync(loadPythonScripts().shim, { filename: "gradebox:python-shim" }).runSync(context, { timeout: START_MS }),
+    startedInTime(
+      (timeoutMs) =>
+        isolate.compileScriptSync(loadPythonScripts().shim, { filename: "gradebox:python-shim" }).runSync(context, { timeout: timeoutMs }),
+      this.deadlineAt,
     );
     const api = context.global.getSync("__gradebox_py", { reference: true });
     this.load_ = api.getSync("load", { reference: true });

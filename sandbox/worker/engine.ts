@@ -19,7 +19,16 @@ import { bundle, checkSyntax } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
 import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
-import { type CallWatch, type EngineHooks, GraderError, type ModuleLoader, Runtime, retainedMessage, UNWATCHED } from "./runtime.ts";
+import {
+  type CallWatch,
+  DeadlineStop,
+  type EngineHooks,
+  GraderError,
+  type ModuleLoader,
+  Runtime,
+  retainedMessage,
+  UNWATCHED,
+} from "./runtime.ts";
 
 /** how far booting the Python template takes a worker's RSS above where it ends (measured: about 320 MB at the peak, 200–260 MB kept) */
 const TEMPLATE_BOOT_PEAK = 512 * 1024 * 1024;
@@ -83,8 +92,8 @@ export class Engine {
     return this.pythonTemplate;
   }
 
-  private loaderFor(language: Language | undefined): ModuleLoader | undefined {
-    return language === "python" ? new PythonLoader(this.python()) : undefined;
+  private loaderFor(language: Language | undefined, deadlineAt?: number): ModuleLoader | undefined {
+    return language === "python" ? new PythonLoader(this.python(), false, deadlineAt) : undefined;
   }
 
   get warmCount(): number {
@@ -97,7 +106,7 @@ export class Engine {
     return total;
   }
 
-  private runtime(grader: GraderCode): Runtime {
+  private runtime(grader: GraderCode, deadlineAt?: number): Runtime {
     const hit = this.warm.get(grader.id);
     if (hit && !hit.isolate.isDisposed) {
       this.warm.delete(grader.id); // re-insert: Map order is the LRU order
@@ -105,7 +114,7 @@ export class Engine {
       return hit;
     }
     this.warm.delete(grader.id);
-    const runtime = new Runtime(grader.compiled, this.limits, this.hooks, this.loaderFor(grader.language));
+    const runtime = new Runtime(grader.compiled, this.limits, this.hooks, this.loaderFor(grader.language, deadlineAt), deadlineAt);
     this.warm.set(grader.id, runtime);
     this.trim(runtime);
     return runtime;
@@ -136,13 +145,14 @@ export class Engine {
    * Grades a packed batch with one grader, from item `from` on, for one slice (see
    * SliceOptions). Fast path: the rest of the batch in one crossing. When a call dies (timeout,
    * out of memory) the items since the last good result are re-run one per call, so the error
-   * lands on the item that caused it and every other item still gets its own score.
+   * lands on the item that caused it and every other item still gets its own score. At the
+   * slice's deadline it ends with what it finished (`deadline`): no culprit is looked for then.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(
-      () => this.runtime(grader),
+      () => this.runtime(grader, options.deadlineAt),
       () => this.evict(grader.id),
       batch,
       from,
@@ -176,6 +186,9 @@ export class Engine {
     let loaded: Runtime | undefined;
     let violation: string | undefined;
     let fault: string | undefined;
+    /** the deadline came: the items from i on are not finished, and that is nobody's fault */
+    let stopped = false;
+    const deadlineAt = options.deadlineAt;
     const bounds = this.hooks.bounds;
     /** an isolate was disposed for what it kept: does the process give the memory back? */
     const checkGiveBack = () => {
@@ -187,6 +200,10 @@ export class Engine {
       i++;
     };
     while (i < count) {
+      if (deadlineAt !== undefined && Date.now() >= deadlineAt) {
+        stopped = true;
+        break;
+      }
       if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs || this.overgrown)) break;
       if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
         const last = outcomes.at(-1);
@@ -199,6 +216,10 @@ export class Engine {
       try {
         rt = acquire();
       } catch (error) {
+        if (error instanceof DeadlineStop) {
+          stopped = true;
+          break;
+        }
         // the module body itself fails: every remaining item gets that error
         const outcome = toOutcome(error);
         if (error instanceof GraderError && error.fault) {
@@ -214,7 +235,7 @@ export class Engine {
       this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
         const cpuBefore = rt.isolate.cpuTime;
-        const reply = rt.call(loaded === rt ? undefined : batch, i, asked);
+        const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
         const rssAfter = bounds ? residentBytes() : 0;
@@ -240,10 +261,18 @@ export class Engine {
         if (bounds && rssAfter > bounds.recycleAt + this.templateBytes) this.overgrown = true;
         single = options.single;
       } catch (error) {
+        if (error instanceof DeadlineStop) {
+          // what the call finished before the deadline stands; the item it was on, and the rest, abstain (the pool says so)
+          const done = rt.salvage(asked);
+          if (done) for (const outcome of done.outcomes) push(outcome);
+          stopped = true;
+        }
         discard();
         loaded = undefined;
         checkGiveBack();
-        if (error instanceof ReplyViolation) {
+        if (stopped) {
+          break;
+        } else if (error instanceof ReplyViolation) {
           violation = error.message;
           const message = `the sandbox could not read the grader's results (${error.message})`;
           for (let k = 0; k < asked; k++) push({ error: { code: "GRADER_ERROR", message } });
@@ -256,7 +285,12 @@ export class Engine {
         this.watch.end();
       }
     }
-    return { outcomes, ...(violation === undefined ? {} : { violation }), ...(fault === undefined ? {} : { fault }) };
+    return {
+      outcomes,
+      ...(violation === undefined ? {} : { violation }),
+      ...(fault === undefined ? {} : { fault }),
+      ...(stopped ? { deadline: true as const } : {}),
+    };
   }
 
   /**

@@ -9,7 +9,7 @@ import v8 from "node:v8";
 import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
 import type { PackedBatch } from "../protocol/batch.ts";
-import type { EngineLimits } from "../protocol/requests.ts";
+import { type EngineLimits, timeLeft } from "../protocol/requests.ts";
 import type { GradeErrorCode } from "../validate/checks.ts";
 import { loadPrelude, splitCompiled } from "../validate/compile.ts";
 import { type MemoryBounds, residentBytes } from "./memory.ts";
@@ -48,6 +48,19 @@ export class GraderError extends Error {
     super(message);
   }
 }
+
+/**
+ * A call (or a module's load) stopped by the batch's deadline, not by the grader's own limit:
+ * its item abstains, and nobody is blamed (no fault, no trust lost, no culprit hunt).
+ */
+export class DeadlineStop extends Error {
+  constructor() {
+    super("the batch's deadline came while this call ran");
+  }
+}
+
+/** How long a look at what a call cut short by its deadline finished may take: it reads a string the prelude built. */
+const SALVAGE_MS = 20;
 
 const MB = 1024 * 1024;
 /** Why a grader's isolate was disposed for what it kept: the bound and what counts towards it. */
@@ -138,12 +151,16 @@ export class Runtime {
   private readonly mapText: string | undefined;
   private sourceMap: TraceMap | null | undefined;
 
-  /** Throws GraderError(GRADER_*) when the module body fails, times out or runs out of memory. */
+  /**
+   * Throws GraderError(GRADER_*) when the module body fails, times out or runs out of memory;
+   * DeadlineStop when `deadlineAt` (a Date.now()) came first: the module's load is cut to it.
+   */
   constructor(
     code: string,
     private readonly limits: EngineLimits,
     { watch = UNWATCHED, progress, bounds }: EngineHooks,
     private readonly loader: ModuleLoader = SCRIPT_LOADER,
+    deadlineAt?: number,
   ) {
     this.isolate = new ivm.Isolate({ memoryLimit: loader.isolateMb(limits) });
     const { script, map } = loader.mapsPositions ? splitCompiled(code) : { script: code, map: undefined };
@@ -166,12 +183,18 @@ export class Runtime {
       let failure: unknown;
       if (bounds) this.heapAtCharge = this.heapNow();
       const before = bounds ? residentBytes() : 0;
+      // the watchdog keeps the grader's own limit: a load past it is the grader's, deadline or not
       watch.begin(0, 0, limits.timeoutMs, before);
       try {
-        failure = this.guard(() => {
-          loader.load(this.isolate, this.context, script, limits);
-          return this.fns.install.applySync(undefined, [], { timeout: limits.timeoutMs });
-        });
+        let left = timeLeft(limits.timeoutMs, deadlineAt);
+        failure = this.guard(
+          () => {
+            loader.load(this.isolate, this.context, script, left.cut ? { ...limits, timeoutMs: left.ms } : limits);
+            left = timeLeft(limits.timeoutMs, deadlineAt);
+            return this.fns.install.applySync(undefined, [], { timeout: left.ms });
+          },
+          () => left.cut,
+        );
       } finally {
         watch.end();
       }
@@ -187,17 +210,18 @@ export class Runtime {
     }
   }
 
-  /** Maps isolated-vm's failures to grader error codes. */
-  guard<T>(fn: () => T): T {
+  /** Maps isolated-vm's failures to grader error codes; `cut`: its time limit was the deadline's, so a timeout is a DeadlineStop. */
+  guard<T>(fn: () => T, cut: () => boolean = () => false): T {
     try {
       return fn();
     } catch (error) {
-      if (error instanceof GraderError || error instanceof ReplyViolation) throw error;
+      if (error instanceof GraderError || error instanceof ReplyViolation || error instanceof DeadlineStop) throw error;
       if (this.isolate.isDisposed) {
         throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
       }
       // isolated-vm's own message; errors of grader code never reach here as objects
       if (error instanceof Error && error.message === "Script execution timed out.") {
+        if (cut()) throw new DeadlineStop();
         // near its heap limit V8 collects garbage again and again: time runs out on a memory hog
         if (this.heapNearlyFull()) throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
         throw new GraderError("GRADER_TIMEOUT", `exceeded the ${this.limits.timeoutMs} ms time limit`);
@@ -209,22 +233,47 @@ export class Runtime {
 
   /**
    * One crossing in, one out: grades from `from` on, until the prelude's time slice ends.
-   * Without a batch, the isolate grades the one it loaded last.
+   * Without a batch, the isolate grades the one it loaded last. Before `deadlineAt` (a
+   * Date.now()), each crossing's time limit is cut to what is left of it; a crossing stopped by
+   * that cut throws DeadlineStop (see salvage).
    */
-  call(batch: PackedBatch | undefined, from: number, maxItems: number): DecodedReply {
-    return this.guard(() => {
-      const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
-      const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
-      this.fns.run.applySync(undefined, args, { timeout: this.limits.timeoutMs });
-      const reply = this.fns.collect.applySync(undefined, [], { timeout: this.limits.timeoutMs });
-      if (++this.calls % MEASURE_EVERY === 1) this.measure();
-      return this.locate(decodeReply(reply, maxItems));
-    });
+  call(batch: PackedBatch | undefined, from: number, maxItems: number, deadlineAt?: number): DecodedReply {
+    let left = timeLeft(this.limits.timeoutMs, deadlineAt);
+    return this.guard(
+      () => {
+        const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
+        const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
+        this.fns.run.applySync(undefined, args, { timeout: left.ms });
+        left = timeLeft(this.limits.timeoutMs, deadlineAt);
+        const reply = this.fns.collect.applySync(undefined, [], { timeout: left.ms });
+        if (++this.calls % MEASURE_EVERY === 1) this.measure();
+        return this.locate(decodeReply(reply, maxItems));
+      },
+      () => left.cut,
+    );
+  }
+
+  /**
+   * After a call the deadline cut short: the items it finished before that (the prelude keeps
+   * their records as it goes), read as strictly as any reply; undefined when there is nothing
+   * to read. The isolate is to be disposed after this: grader code was stopped mid-item.
+   */
+  salvage(maxItems: number): DecodedReply | undefined {
+    if (this.isolate.isDisposed) return undefined;
+    try {
+      return this.placed(decodeReply(this.fns.collect.applySync(undefined, [], { timeout: SALVAGE_MS }), maxItems));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Errors carry positions in grader.js out of the isolate: map them to the user's source, or drop them. */
   private locate(reply: DecodedReply): DecodedReply {
     if (this.loader.spent?.(reply)) this.spent = true;
+    return this.placed(reply);
+  }
+
+  private placed(reply: DecodedReply): DecodedReply {
     if (!this.loader.mapsPositions) return reply;
     const outcomes = reply.outcomes;
     for (let k = 0; k < outcomes.length; k++) {
