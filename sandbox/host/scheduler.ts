@@ -131,7 +131,7 @@ export class Scheduler {
       from = task.next;
       single = task.single;
       trusted = this.trust.trusted(task.grader.id);
-      const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task.outcomes), end: sliceEnd(task, from) };
+      const options: SliceOptions = { single, sliceMs: this.sliceMs, limitsInARow: limitsAtEnd(task), end: sliceEnd(task, from) };
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
       // one slice, then one call that may run to its hard deadline, plus loading the module (and
       // for Python, booting the worker's interpreter template and restoring the grader's isolate)
@@ -196,7 +196,7 @@ export class Scheduler {
   /** A slice's outcomes, checked before use: at least one, at most the items left, each well-formed. */
   private takeSlice(worker: WorkerHandle, task: GradeTask, reply: Extract<WorkerReply, { op: "grade" }>): void {
     const outcomes = reply.outcomes;
-    if (!wellFormedSlice(outcomes, sliceEnd(task, task.next) - task.next)) {
+    if (!wellFormedSlice(outcomes, sliceEnd(task, task.next) - task.next, (n) => task.units.isStart(task.next + n))) {
       this.trust.note(task.grader.id, true);
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
       this.workers.kill(worker);
