@@ -340,3 +340,159 @@ export function scoreRubric(
   if (neg > 0) return clamp(1 + sum / neg);
   return 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Abstaining
+
+/**
+ * The brand the sandbox recognises an abstention by: a registered symbol, so it survives
+ * bundling (a grader's bundle carries its own copy of this class, which instanceof would miss).
+ */
+const ABSTAIN_BRAND = Symbol.for("gradebox.abstain");
+
+/**
+ * `throw new Abstain("why")` from grade (or gradeGroup): no score is honest for this thread, and
+ * the result says so (outcome "abstained", code GRADER_ABSTAINED, this reason) instead of a
+ * made-up 0. Returning null abstains too (reason "grade returned null"); returning undefined is
+ * still INVALID_SCORE, so a forgotten return never abstains silently. Thrown from gradeGroup,
+ * every thread of the group abstains; in gradeGroup's array, null or an Abstain abstains that
+ * thread alone. A reason is cut to 2,000 characters.
+ */
+export class Abstain extends Error {
+  readonly reason: string;
+  constructor(reason = "the grader abstained") {
+    super(reason);
+    this.name = "Abstain";
+    this.reason = reason;
+  }
+}
+Object.defineProperty(Abstain.prototype, ABSTAIN_BRAND, { value: true });
+
+/** Whether `value` is an abstention (an Abstain, from this copy of the library or any other). */
+export function isAbstain(value: unknown): value is Abstain {
+  return value !== null && typeof value === "object" && (value as Record<symbol, unknown>)[ABSTAIN_BRAND] === true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group rewards: for gradeGroup, which sees the N completions of one prompt together
+
+function finite(x: unknown, what: string, i: number): number {
+  if (typeof x !== "number" || !Number.isFinite(x))
+    throw new RangeError(`${what}: item ${i} must be a finite number or null, got ${String(x)}`);
+  return x;
+}
+
+/**
+ * Each score's rank within the group, normalised to [0, 1]: the lowest 0, the highest 1,
+ * ties sharing the mean of the ranks they span (so equal scores get equal rewards). A group
+ * with one scored item gives it 0.5; null (an abstention) stays null and is not ranked.
+ * `rankInGroup([0.2, 0.9, 0.2, 0.5])` is `[1/6, 1, 1/6, 2/3]`.
+ */
+export function rankInGroup(scores: readonly (number | null)[]): (number | null)[] {
+  const scored: Array<{ score: number; index: number }> = [];
+  scores.forEach((s, index) => {
+    if (s !== null && s !== undefined) scored.push({ score: finite(s, "rankInGroup", index), index });
+  });
+  const out: (number | null)[] = scores.map(() => null);
+  const n = scored.length;
+  if (n === 1) out[scored[0].index] = 0.5;
+  if (n <= 1) return out;
+  scored.sort((a, b) => a.score - b.score);
+  for (let i = 0; i < n; ) {
+    let j = i;
+    while (j + 1 < n && scored[j + 1].score === scored[i].score) j++;
+    const rank = (i + j) / 2 / (n - 1);
+    for (let k = i; k <= j; k++) out[scored[k].index] = rank;
+    i = j + 1;
+  }
+  return out;
+}
+
+/** The group's most common answer (compared after `normalize` unless normalizeText is false), or undefined on a tie or when none voted. */
+function majorityOf(answers: readonly unknown[], normalizeText: boolean): { keys: (string | undefined)[]; majority: string | undefined } {
+  const keys = answers.map((a) => (a === null || a === undefined ? undefined : normalizeText ? normalize(a) : String(a)));
+  const counts = new Map<string, number>();
+  for (const k of keys) if (k !== undefined) counts.set(k, (counts.get(k) ?? 0) + 1);
+  let majority: string | undefined;
+  let best = 0;
+  let tied = false;
+  for (const [k, c] of counts) {
+    if (c > best) {
+      best = c;
+      majority = k;
+      tied = false;
+    } else if (c === best) {
+      tied = true;
+    }
+  }
+  return { keys, majority: tied ? undefined : majority };
+}
+
+/**
+ * 1 for each answer that agrees with the group's most common answer, 0 otherwise (self-consistency,
+ * majority-vote pseudo-labels). Answers are compared after `normalize` (with normalizeText: false,
+ * as String(answer)); null or undefined answers do not vote and get 0. A tie for the most common
+ * answer means there is no majority: every item gets 0.
+ * `majorityAgreement(["4", "four", "4", "5"])` is `[1, 0, 1, 0]`.
+ */
+export function majorityAgreement(answers: readonly unknown[], { normalizeText = true }: { normalizeText?: boolean } = {}): number[] {
+  const { keys, majority } = majorityOf(answers, normalizeText);
+  return keys.map((k) => (majority !== undefined && k === majority ? 1 : 0));
+}
+
+/**
+ * A length reward relative to the group's mean length: `clamp(2 − len / mean, 0, 1)`, where len
+ * is a text's length (characters, or with unit: "words" whitespace-separated words) and mean
+ * the group's mean. At or below the mean 1, twice the mean or more 0, linear between; when the
+ * mean is 0 every item gets 1. `relativeLength(["ab", "abcd", "abcdef"])` is `[1, 1, 0.5]`.
+ */
+export function relativeLength(texts: readonly unknown[], { unit = "chars" }: { unit?: "chars" | "words" } = {}): number[] {
+  const lengths = texts.map((t) => {
+    const s = String(t ?? "");
+    return unit === "words" ? (s.trim() === "" ? 0 : s.trim().split(/\s+/u).length) : s.length;
+  });
+  const mean = lengths.length === 0 ? 0 : lengths.reduce((a, b) => a + b, 0) / lengths.length;
+  return lengths.map((len) => (mean === 0 ? 1 : Math.min(1, Math.max(0, 2 - len / mean))));
+}
+
+export interface GroupSummary {
+  /** scores counted (null ones, abstentions, are left out) */
+  k: number;
+  /** the highest score; null when none was counted */
+  best: number | null;
+  mean: number | null;
+  /** with a threshold: 1 when any of the k scores is at least threshold, else 0 */
+  passAtK?: number;
+  /** with answers and a threshold: 1 when the majority answer's items all scored at least threshold; 0 on a tie (no majority) */
+  majorityAtK?: number;
+}
+
+/**
+ * One group's statistics: best, mean, and (given a threshold) pass@k, and (given answers too)
+ * majority@k, where k is the number of scored items. Answers are compared as majorityAgreement
+ * compares them; null scores are left out of every figure.
+ */
+export function groupSummary(
+  scores: readonly (number | null)[],
+  { threshold, answers, normalizeText = true }: { threshold?: number; answers?: readonly unknown[]; normalizeText?: boolean } = {},
+): GroupSummary {
+  const counted = scores.flatMap((s, i) => (s === null || s === undefined ? [] : [finite(s, "groupSummary", i)]));
+  const k = counted.length;
+  const summary: GroupSummary = {
+    k,
+    best: k === 0 ? null : Math.max(...counted),
+    mean: k === 0 ? null : counted.reduce((a, b) => a + b, 0) / k,
+  };
+  if (threshold !== undefined) {
+    summary.passAtK = counted.some((s) => s >= threshold) ? 1 : 0;
+    if (answers !== undefined) {
+      if (answers.length !== scores.length) {
+        throw new RangeError(`groupSummary: ${scores.length} scores but ${answers.length} answers`);
+      }
+      const { keys, majority } = majorityOf(answers, normalizeText);
+      const voters = scores.filter((s, i) => majority !== undefined && keys[i] === majority && s !== null && s !== undefined);
+      summary.majorityAtK = voters.length > 0 && voters.every((s) => (s as number) >= threshold) ? 1 : 0;
+    }
+  }
+  return summary;
+}

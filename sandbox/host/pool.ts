@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { WireThread } from "../../sdk/thread.ts";
-import { packBatch } from "../protocol/batch.ts";
+import { checkGroups, packBatch } from "../protocol/batch.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
 import type { GradeOutcome, Language } from "../validate/checks.ts";
@@ -67,33 +67,51 @@ export class SandboxPool extends EventEmitter implements Sandbox {
   /**
    * Grades threads in order; never rejects for a grader's fault. A trusted grader's batch is
    * split across the workers that are idle now, so one large batch uses every core; a worker
-   * lost under one part costs only that part's running item. With `deadlineAt`, each part
-   * answers by then (scheduler.ts): what is unfinished abstains.
+   * lost under one part costs only that part's running item (with groups, its running group).
+   * With `groups` (sizes in order, summing to threads.length; TypeError otherwise) parts are cut
+   * only between groups. With `deadlineAt`, each part answers by then (scheduler.ts): what is
+   * unfinished abstains.
    */
   async gradeBatch(grader: GraderCode, threads: readonly WireThread[], options: GradeOptions = {}): Promise<GradeOutcome[]> {
     if (this.workers.closing) throw new SandboxUnavailableError("the sandbox is shut down");
-    const { deadlineAt } = options;
+    const { groups, deadlineAt } = options;
+    if (groups !== undefined) checkGroups(groups, threads.length);
     const idle = this.workers.grading().filter((w) => !w.running).length - this.scheduler.queued;
     // under a deadline every part of MIN_PART is queued, not one per idle worker: an item that
     // hangs till the deadline then holds at most its own part unfinished while the workers take
     // the rest (bench/deadlines.ts: 146–353 of 1,000 scored with 5 hanging, against 13–327)
     const most = Math.floor(threads.length / MIN_PART);
     const parts = !this.scheduler.trust.trusted(grader.id) ? 1 : deadlineAt !== undefined ? most : Math.min(idle, most);
-    if (parts <= 1) return this.gradePart(grader, threads, deadlineAt);
+    if (parts <= 1) return this.gradePart(grader, threads, groups, deadlineAt);
     const size = Math.ceil(threads.length / parts);
     const pending: Array<Promise<GradeOutcome[]>> = [];
-    for (let i = 0; i < threads.length; i += size) pending.push(this.gradePart(grader, threads.slice(i, i + size), deadlineAt));
+    if (groups === undefined) {
+      for (let i = 0; i < threads.length; i += size) pending.push(this.gradePart(grader, threads.slice(i, i + size), undefined, deadlineAt));
+    } else {
+      // whole groups per part, each part closed once it holds at least its share of threads
+      let start = 0;
+      let first = 0;
+      for (let g = 0, at = 0; g < groups.length; g++) {
+        at += groups[g];
+        if (at - start >= size || g === groups.length - 1) {
+          pending.push(this.gradePart(grader, threads.slice(start, at), groups.slice(first, g + 1), deadlineAt));
+          start = at;
+          first = g + 1;
+        }
+      }
+    }
     return (await Promise.all(pending)).flat();
   }
 
-  private gradePart(grader: GraderCode, threads: readonly WireThread[], deadlineAt?: number): Promise<GradeOutcome[]> {
-    return this.scheduler.grade(grader, packBatch(threads), deadlineAt);
+  private gradePart(grader: GraderCode, threads: readonly WireThread[], groups?: readonly number[], deadlineAt?: number): Promise<GradeOutcome[]> {
+    return this.scheduler.grade(grader, packBatch(threads, groups), deadlineAt);
   }
 
   /**
    * The five checks and the built-in sample thread (unless `mock` is false: the grader has
    * samples of its own) run on the validation worker; threads given with the source are then
-   * graded like any batch of the project, on the grading workers.
+   * graded like any batch of the project, on the grading workers (for a grader of groups only,
+   * each sample as a group of one, as the sample thread is).
    */
   async validate(
     project: string,
@@ -106,7 +124,12 @@ export class SandboxPool extends EventEmitter implements Sandbox {
     if (!result.ok || !threads || threads.length === 0) return result;
     const id = `${VALIDATION_ID}${randomUUID()}`;
     try {
-      const results = await this.gradeBatch({ id, project, compiled: result.compiled, ...(language ? { language } : {}) }, threads);
+      const groups = result.shape === "group" ? threads.map(() => 1) : undefined;
+      const results = await this.gradeBatch(
+        { id, project, compiled: result.compiled, ...(language ? { language } : {}) },
+        threads,
+        groups ? { groups } : {},
+      );
       return { ...result, results };
     } finally {
       this.forget([id]);

@@ -3,16 +3,28 @@
 // copies what it keeps, and no loop runs over a length or index a worker sent.
 
 import { MAX_MESSAGE, MAX_RESULT, type ValidationResult, type Verdict, type WorkerReply } from "../protocol/replies.ts";
-import { CHECKS, type CheckFailure, type GradeOutcome, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
+import { CHECKS, type CheckFailure, type GradeOutcome, type GraderShape, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
 
 const CODES = new Set<string>(SANDBOX_ERROR_CODES);
 const MAX_VERDICT_LINE = 4096;
 
 const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
 
+/**
+ * An abstention as a worker may report one: exactly {abstained: {code, reason}}, the code the
+ * grader's own (GRADER_ABSTAINED; a deadline or an unavailable judge is the host's to say), the
+ * reason a bounded string.
+ */
+function isAbstention(o: Record<string, unknown>): boolean {
+  const a = o.abstained;
+  if (Object.keys(o).length !== 1 || !isRecord(a) || Object.keys(a).length !== 2) return false;
+  return a.code === "GRADER_ABSTAINED" && typeof a.reason === "string" && a.reason.length <= MAX_MESSAGE + 1;
+}
+
 /** One outcome as the engine builds it; anything else is a malformed reply. */
 function isOutcome(o: unknown): o is GradeOutcome {
   if (!isRecord(o)) return false;
+  if ("abstained" in o) return isAbstention(o);
   if ("error" in o) {
     const e = o.error;
     return (
@@ -32,9 +44,24 @@ function isOutcome(o: unknown): o is GradeOutcome {
   );
 }
 
-/** A slice's outcomes: at least `least` (1; 0 for a slice its deadline stopped), at most the `left` items the slice may cover, each well-formed. */
-export function wellFormedSlice(outcomes: unknown, left: number, least = 1): outcomes is GradeOutcome[] {
-  return Array.isArray(outcomes) && outcomes.length >= least && outcomes.length <= left && outcomes.every(isOutcome);
+/**
+ * A slice's outcomes: at least `least` (1; 0 for a slice its deadline stopped), at most the
+ * `left` items the slice may cover, each well-formed, and (`ends`, with groups) ending where a
+ * group does.
+ */
+export function wellFormedSlice(
+  outcomes: unknown,
+  left: number,
+  ends: (n: number) => boolean = () => true,
+  least = 1,
+): outcomes is GradeOutcome[] {
+  return (
+    Array.isArray(outcomes) &&
+    outcomes.length >= least &&
+    outcomes.length <= left &&
+    (outcomes.length === 0 || ends(outcomes.length)) &&
+    outcomes.every(isOutcome)
+  );
 }
 
 /** a line or column in a grader's source (1-based; a 64 KiB source has no more) */
@@ -47,6 +74,7 @@ const CHECK_NAMES = new Set<string>(CHECKS);
 /** a compiled grader: a 64 KiB source, the bundled standard library and a source map */
 const MAX_COMPILED = 8 * 1024 * 1024;
 const MAX_WARNINGS = 100;
+const SHAPES = new Set<string>(["thread", "group", "both"] satisfies GraderShape[]);
 
 /** A stats reply whose counts are all byte counts (non-negative safe integers). */
 export function wellFormedStats(reply: Extract<WorkerReply, { op: "stats" }>): boolean {
@@ -62,7 +90,7 @@ export const failureMessage = (reply: Extract<WorkerReply, { op: "failed" }>): s
 export function checkedValidation(r: unknown): ValidationResult | undefined {
   if (!isRecord(r)) return undefined;
   if (r.ok === true) {
-    const { compiled, warnings } = r;
+    const { compiled, warnings, shape } = r;
     if (typeof compiled !== "string" || compiled.length > MAX_COMPILED) return undefined;
     if (
       !Array.isArray(warnings) ||
@@ -70,7 +98,8 @@ export function checkedValidation(r: unknown): ValidationResult | undefined {
       !warnings.every((w) => typeof w === "string" && w.length <= MAX_MESSAGE)
     )
       return undefined;
-    return { ok: true, compiled, warnings: [...warnings] };
+    if (shape !== undefined && !SHAPES.has(shape as string)) return undefined;
+    return { ok: true, compiled, warnings: [...warnings], ...(shape === undefined ? {} : { shape: shape as GraderShape }) };
   }
   const f = r.failure;
   if (r.ok !== false || !isRecord(f) || !CHECK_NAMES.has(f.check as string) || typeof f.message !== "string") return undefined;

@@ -163,7 +163,7 @@ export class Scheduler {
       const options: SliceOptions = {
         single,
         sliceMs: this.sliceMs,
-        limitsInARow: limitsAtEnd(task.outcomes),
+        limitsInARow: limitsAtEnd(task),
         end: sliceEnd(task, from),
         ...(task.deadlineAt === undefined ? {} : { deadlineAt: task.deadlineAt - REPLY_MARGIN_MS }),
       };
@@ -239,7 +239,10 @@ export class Scheduler {
   private takeSlice(worker: WorkerHandle, task: GradeTask, from: number, reply: Extract<WorkerReply, { op: "grade" }>): void {
     const outcomes = reply.outcomes;
     const stopped = reply.deadline === true;
-    if ((stopped && task.deadlineAt === undefined) || !wellFormedSlice(outcomes, sliceEnd(task, from) - from, stopped ? 0 : 1)) {
+    if (
+      (stopped && task.deadlineAt === undefined) ||
+      !wellFormedSlice(outcomes, sliceEnd(task, from) - from, (n) => task.units.isStart(from + n), stopped ? 0 : 1)
+    ) {
       this.trust.note(task.grader.id, true);
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
       this.workers.kill(worker);

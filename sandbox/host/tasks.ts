@@ -2,7 +2,7 @@
 // lost. A grading task keeps every outcome so far and its next item; a slice lost with its
 // worker is graded again, except the item that took the worker down when that item is known.
 
-import type { PackedBatch } from "../protocol/batch.ts";
+import { type PackedBatch, type Units, unitsOf } from "../protocol/batch.ts";
 import type { ValidationResult, WorkerReply } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
 import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
@@ -25,10 +25,12 @@ export interface GradeTask {
   grader: GraderCode;
   batch: PackedBatch;
   count: number;
+  /** the batch's units (its groups, or single threads): slices start and end at their bounds, and a culprit is a whole unit */
+  units: Units;
   outcomes: GradeOutcome[];
   /** the next item to grade: every item before it has its outcome */
   next: number;
-  /** grade one item per slice: a worker died under this batch and the item that did it is unknown */
+  /** grade one unit per slice: a worker died under this batch and the unit that did it is unknown */
   single: boolean;
   /** items known to have taken a worker down, with the error each gets instead of another try */
   culprits: Map<number, ItemError>;
@@ -91,6 +93,7 @@ export function gradeTask(
     grader,
     batch,
     count: batch.count,
+    units: unitsOf(batch),
     outcomes: [],
     next: 0,
     single: false,
@@ -115,13 +118,19 @@ export function sliceEnd(task: GradeTask, from: number): number {
   return end;
 }
 
-/** Items stopped by a limit at the end of what was graded so far (the engine stops a batch after a few in a row). */
-export function limitsAtEnd(outcomes: GradeOutcome[]): number {
+const overLimit = (o: GradeOutcome) => "error" in o && (o.error.code === "GRADER_TIMEOUT" || o.error.code === "GRADER_MEMORY_LIMIT");
+
+/**
+ * Units (groups, or threads) stopped by a limit at the end of what was graded so far (the
+ * engine stops a batch after a few in a row).
+ */
+export function limitsAtEnd(task: Pick<GradeTask, "outcomes" | "units">): number {
+  const { outcomes, units } = task;
   let n = 0;
-  for (let i = outcomes.length - 1; i >= 0 && n < 16; i--) {
-    const o = outcomes[i];
-    if (!("error" in o) || (o.error.code !== "GRADER_TIMEOUT" && o.error.code !== "GRADER_MEMORY_LIMIT")) break;
-    n++;
+  for (let end = outcomes.length; end > 0 && n < 16; n++) {
+    const start = units.startOf(end - 1);
+    for (let i = start; i < end; i++) if (!overLimit(outcomes[i])) return n;
+    end = start;
   }
   return n;
 }
@@ -176,9 +185,13 @@ export function contain(task: GradeTask, loss: Loss, running: Running): boolean 
     finish(task, { code, message });
     return false;
   }
-  if (count === 1 && from >= task.next && from < task.count) {
+  // the call ran one unit, or the verdict names one: with groups the whole group, graded as one, is the culprit
+  const start = task.units.startOf(from);
+  const named =
+    count >= 1 && from >= task.next && from + count <= task.count && task.units.endOf(from + count - 1) === task.units.endOf(from);
+  if (named && start >= task.next) {
     // the culprit is known: it gets the error; the items before it (graded in the lost slice) are graded again
-    task.culprits.set(from, { code, message });
+    for (let k = start; k < task.units.endOf(from); k++) task.culprits.set(k, { code, message });
     task.single = false;
   } else {
     task.single = true; // one item per slice from here on, so a further crash names its item

@@ -2,7 +2,7 @@
 // (protocol/batch.ts), each decoded when it is asked for. Only `head` is parsed; a turn's content
 // is a slice of `text`, which V8 shares with its parent rather than copying.
 
-import { ROLES, type Turn } from "../../sdk/thread.ts";
+import { adoptThread, ROLES, type StringThread, type Turn } from "../../sdk/thread.ts";
 
 // Captured when the module loads, which in an isolate is before any grader code runs: a grader
 // that replaces JSON.parse or String.prototype.slice, or puts index setters on Array.prototype,
@@ -20,17 +20,28 @@ export class BatchReader {
   /** per thread: where its numbers start in `nums`, and its contents in `text` */
   private readonly numAt: Float64Array;
   private readonly textAt: Float64Array;
+  /** per thread, where its group ends (exclusive); absent when the batch has no groups */
+  private readonly groupEnd: Float64Array | undefined;
 
   constructor(
     head: string,
     private readonly text: string,
   ) {
-    const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>];
+    const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>, number[]?];
     this.nums = parsed[0];
     this.metadata = parsed[1];
     const count = this.metadata.length;
     this.numAt = new Offsets(count);
     this.textAt = new Offsets(count);
+    const groups = parsed[2];
+    if (groups !== undefined) {
+      const ends = new Offsets(count);
+      for (let g = 0, at = 0; g < groups.length; g++) {
+        const end = at + groups[g];
+        for (; at < end && at < count; at++) ends[at] = end;
+      }
+      this.groupEnd = ends;
+    }
     for (let t = 0, n = 0, pos = 0; t < count; t++) {
       this.numAt[t] = n;
       this.textAt[t] = pos;
@@ -41,6 +52,33 @@ export class BatchReader {
 
   get count(): number {
     return this.metadata.length;
+  }
+
+  get grouped(): boolean {
+    return this.groupEnd !== undefined;
+  }
+
+  /** where the unit holding thread t ends (exclusive): its group's end, or t + 1 without groups */
+  unitEnd(t: number): number {
+    return this.groupEnd === undefined ? t + 1 : this.groupEnd[t];
+  }
+
+  /** thread t begins a unit (or is the batch's end) */
+  unitStart(t: number): boolean {
+    return this.groupEnd === undefined || t <= 0 || t >= this.count || this.groupEnd[t - 1] === t;
+  }
+
+  thread(t: number): StringThread {
+    return adoptThread(this.turns(t), this.metadataOf(t));
+  }
+
+  /** threads from..to-1, a fresh array (defined element by element: no setter of grader code runs) */
+  threads(from: number, to: number): StringThread[] {
+    const out: StringThread[] = new ArrayCtor(to - from);
+    for (let t = from; t < to; t++) {
+      defineProperty(out, t - from, { value: this.thread(t), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
   }
 
   turns(t: number): Turn[] {

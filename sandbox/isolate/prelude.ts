@@ -7,10 +7,10 @@
 // replace JSON.parse, Array.prototype.push or Date.now. What leaves the isolate is one string
 // built with `+` from primitives (reply.ts), which the worker reads strictly.
 
-import { adoptThread, StringThread } from "../../sdk/thread.ts";
+import { StringThread } from "../../sdk/thread.ts";
 import { MAX_MESSAGE, MAX_RESULT } from "../protocol/replies.ts";
 import { BatchReader } from "./batch-reader.ts";
-import { encodeError, encodeNumber, encodeResult, MAX_POSITION } from "./reply.ts";
+import { encodeAbstain, encodeError, encodeNumber, encodeResult, MAX_POSITION } from "./reply.ts";
 import { SLOT } from "./slot.ts";
 
 type Result = { score: number; reason?: string; metadata?: unknown; subscores?: unknown };
@@ -31,6 +31,12 @@ const defineProperty = Object.defineProperty;
 const reflectApply = Reflect.apply;
 const isArray = Array.isArray;
 const Float64ArrayCtor = Float64Array;
+/**
+ * The brand of an abstention (sdk/graders.ts's Abstain puts it on its prototype): a registered
+ * symbol, so it survives bundling, where the class a grader imports is a copy of its own and
+ * instanceof could not recognise it. Anything that carries it abstains, which any grader may do.
+ */
+const ABSTAIN = Symbol.for("gradebox.abstain");
 
 for (const name of ["WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry"]) {
   delete g[name];
@@ -49,6 +55,8 @@ defineProperty(g, "__name", {
 });
 
 let grade: ((thread: StringThread) => unknown) | undefined;
+/** the module's gradeGroup (Python: grade_group): a group's threads in, one result per thread out */
+let gradeGroup: ((threads: StringThread[]) => unknown) | undefined;
 
 /**
  * A module runtime that grades a whole slice in one crossing (python/isolate/shim.ts): `load`
@@ -195,9 +203,31 @@ defineProperty(g, "__gradebox_fail", {
   configurable: true,
 });
 
-/** What grader code threw, as a GRADER_ERROR record with where it was thrown. */
+/** Bounds a reason as a message is bounded. */
+const bounded = (text: string) => (text.length > MAX_MESSAGE ? `${sliceString(text, 0, MAX_MESSAGE)}…` : text);
+
+/**
+ * The reason of a value carrying the abstention brand (thrown or returned), or undefined when it
+ * carries none. Reading the brand and the reason may run grader code (getters, proxies): it runs
+ * under the call's time limit, and anything it throws is the caller's to report.
+ */
+function abstention(value: unknown): string | undefined {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return undefined;
+  if ((value as Record<symbol, unknown>)[ABSTAIN] !== true) return undefined;
+  const reason = (value as { reason?: unknown }).reason;
+  return typeof reason === "string" && reason !== "" ? bounded(reason) : "the grader abstained";
+}
+
+/** What grader code threw, as a GRADER_ERROR record with where it was thrown, or an abstention (Abstain). */
 function thrown(error: unknown): Encoded {
   if (Coded.is(error)) return encodeError(error.code, error.message, error.line, error.column);
+  let reason: string | undefined;
+  try {
+    reason = abstention(error);
+  } catch {
+    // a brand or reason that throws when read is no abstention: the error is reported as thrown
+  }
+  if (reason !== undefined) return encodeAbstain(reason);
   const message = messageOf(error);
   const position = positionOf(error);
   return encodeError("GRADER_ERROR", message, position[0], position[1]);
@@ -205,14 +235,21 @@ function thrown(error: unknown): Encoded {
 
 const invalid = (message: string) => encodeError("INVALID_SCORE", message);
 
-/** A number, or {score | reward, reason?, metadata?, subscores?} as JSON: one encoded record. */
-function checkResult(value: unknown): Encoded {
+/**
+ * A number, or {score | reward, reason?, metadata?, subscores?} as JSON: one encoded record; null
+ * (or an Abstain) abstains. undefined stays INVALID_SCORE: a forgotten return must not abstain.
+ */
+function checkResult(value: unknown, what = "grade"): Encoded {
   if (typeof value === "number") {
-    return numberIsFinite(value) ? encodeNumber(value) : invalid(`grade must resolve to a finite number, got ${describe(value)}`);
+    return numberIsFinite(value) ? encodeNumber(value) : invalid(`${what} must resolve to a finite number, got ${describe(value)}`);
   }
-  if (value === null || typeof value !== "object" || isArray(value)) {
-    return invalid(`grade must resolve to a finite number or {score, reason?, metadata?, subscores?}, got ${describe(value)}`);
+  if (value === null) return encodeAbstain(`${what} returned null`);
+  if (typeof value !== "object" || isArray(value)) {
+    const hint = value === undefined ? " (did it forget to return? return null to abstain)" : "";
+    return invalid(`${what} must resolve to a finite number or {score, reason?, metadata?, subscores?}, got ${describe(value)}${hint}`);
   }
+  const abstained = abstention(value);
+  if (abstained !== undefined) return encodeAbstain(abstained);
   const v = value as Record<string, unknown>;
   const score = "score" in v ? v.score : v.reward;
   if (typeof score !== "number" || !numberIsFinite(score))
@@ -249,6 +286,63 @@ function checkResult(value: unknown): Encoded {
   return encodeResult(text);
 }
 
+/** `record`, `n` times over: one per thread of a group. */
+function repeat(record: Encoded, n: number): Encoded {
+  let out = "";
+  for (let k = 0; k < n; k++) out = out + record;
+  return out;
+}
+
+/** One element of gradeGroup's array: a trusted shim's coded error, or what grade may return. */
+function checkItem(value: unknown): Encoded {
+  try {
+    if (Coded.is(value)) return encodeError(value.code, value.message, value.line, value.column);
+    return checkResult(value, "gradeGroup");
+  } catch (error) {
+    return thrown(error);
+  }
+}
+
+/**
+ * What gradeGroup resolved to, for a group of `n`: exactly `n` records. An array of exactly `n`
+ * results (each as grade may return it: a number, a result, null to abstain); anything else
+ * costs every thread of the group the same INVALID_SCORE, and an element that cannot be read
+ * the error reading it threw.
+ */
+function checkGroup(value: unknown, n: number): Encoded {
+  if (!isArray(value)) {
+    return repeat(invalid(`gradeGroup must resolve to an array of ${n} results (one per thread, in order), got ${describe(value)}`), n);
+  }
+  let length: unknown;
+  try {
+    length = (value as unknown[]).length;
+  } catch (error) {
+    return repeat(thrown(error), n);
+  }
+  if (length !== n) {
+    return repeat(
+      invalid(
+        `gradeGroup returned ${typeof length === "number" ? StringFn(length) : describe(length)} results for a group of ${n} threads: it must return exactly one per thread, in order`,
+      ),
+      n,
+    );
+  }
+  let out = "";
+  for (let k = 0; k < n; k++) {
+    let item: unknown;
+    try {
+      item = (value as unknown[])[k];
+    } catch (error) {
+      return repeat(thrown(error), n);
+    }
+    out = out + checkItem(item);
+  }
+  return out;
+}
+
+const GROUP_ONLY =
+  "this grader grades groups only (it exports gradeGroup, or grade_group in Python, and no grade): grade it with groups (grade-batch's groupBy or groups)";
+
 /** The module wrapper's catch clause calls this (worker/engine.ts wraps every grader module). */
 defineProperty(g, "__gradebox_load_failed", {
   value: (error: unknown) => {
@@ -257,17 +351,31 @@ defineProperty(g, "__gradebox_load_failed", {
   configurable: true,
 });
 
-/** "" when grade is ready; otherwise why not. Never throws: nothing crosses as an object. */
+/**
+ * The module's shape ("thread", "group" or "both": which of grade and gradeGroup it set) when it
+ * is ready; otherwise why not (a message, which always holds ": " or starts "threw", so it is
+ * never a shape). Never throws: nothing crosses as an object.
+ */
 function install(): string {
   const candidate = g.__gradebox_grade;
+  const groupCandidate = g.__gradebox_grade_group;
   delete g.__gradebox_grade;
+  delete g.__gradebox_grade_group;
   delete g.__gradebox_load_failed;
   delete g.__gradebox_fail;
   delete g.__gradebox_slicer;
   if (loadError !== undefined) return loadError;
-  if (typeof candidate !== "function") return `TypeError: grade is not callable after the module ran (it is ${describe(candidate)})`;
-  grade = candidate as (thread: StringThread) => unknown;
-  return "";
+  const thread = typeof candidate === "function";
+  const group = typeof groupCandidate === "function";
+  if ((!thread && !group) || (candidate !== undefined && !thread)) {
+    return `TypeError: grade is not callable after the module ran (it is ${describe(candidate)})`;
+  }
+  if (groupCandidate !== undefined && !group) {
+    return `TypeError: gradeGroup is not callable after the module ran (it is ${describe(groupCandidate)})`;
+  }
+  if (thread) grade = candidate as (thread: StringThread) => unknown;
+  if (group) gradeGroup = groupCandidate as (threads: StringThread[]) => unknown;
+  return thread && group ? "both" : thread ? "thread" : "group";
 }
 
 /** the worker's call slot (slot.ts), shared memory: the watchdog reads which item is running */
@@ -282,12 +390,14 @@ let records = "";
 let pendingItem = false;
 
 /**
- * Grades up to `maxItems` of the loaded batch from `from` on, one after another, until
- * `sliceMs` has passed (at least one item). A non-empty `head` loads a new packed batch (see
- * protocol/batch.ts); "" keeps the last. Returns at once; the work runs in microtasks, which
- * isolated-vm flushes (under the call's timeout) before the host call returns. There are no
- * macrotasks in an isolate, so anything still pending after that flush can never settle:
- * `collect` reports it as such.
+ * Grades up to `maxItems` of the loaded batch from `from` on, one unit after another, until
+ * `sliceMs` has passed (at least one unit). A unit is a group when the batch has groups (the
+ * host starts and ends every call at group boundaries), else one thread: a grader with
+ * gradeGroup gets each group whole in one call, one without grades its threads one by one. A
+ * non-empty `head` loads a new packed batch (see protocol/batch.ts); "" keeps the last. Returns
+ * at once; the work runs in microtasks, which isolated-vm flushes (under the call's timeout)
+ * before the host call returns. There are no macrotasks in an isolate, so anything still
+ * pending after that flush can never settle: `collect` reports it as such.
  */
 function run(head: string, text: string, from: number, maxItems: number, sliceMs: number): void {
   if (head !== "") {
@@ -306,31 +416,68 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
   records = "";
   pendingItem = false;
   const fn = grade;
+  const groupFn = batch.grouped ? gradeGroup : undefined;
   const t0 = now();
-  if (sliced) {
-    runSlice(slicer as Slicer, from, end, sliceMs, t0);
+  if (sliced && groupFn === undefined && fn !== undefined) {
+    runSlice(slicer as Slicer, batch, from, end, sliceMs, t0);
     return;
   }
   const loop = async () => {
-    for (let i = from; i < end; i++) {
+    let i = from;
+    while (i < end) {
       if (i > from && now() - t0 >= sliceMs) break;
-      pendingItem = true;
-      if (slot) slot[SLOT.item] = i;
-      let record: Encoded;
+      const stop = min(batch.unitEnd(i), end);
       let last = false;
-      try {
-        const thread = adoptThread(batch.turns(i), batch.metadataOf(i));
-        record = checkResult(await reflectApply(fn as () => unknown, undefined, [thread]));
-      } catch (error) {
-        record = thrown(error);
-        last = Coded.is(error) && error.endsSlice;
+      if (groupFn !== undefined) {
+        pendingItem = true;
+        // the watchdog's verdict names the group by its first thread; the host blames the whole group
+        if (slot) slot[SLOT.item] = i;
+        let group: Encoded;
+        try {
+          group = checkGroup(await reflectApply(groupFn, undefined, [batch.threads(i, stop)]), stop - i);
+        } catch (error) {
+          group = repeat(thrown(error), stop - i);
+          last = Coded.is(error) && error.endsSlice;
+        }
+        records = records + group;
+        pendingItem = false;
+        i = stop;
+      } else {
+        for (; i < stop; i++) {
+          pendingItem = true;
+          if (slot) slot[SLOT.item] = i;
+          let record: Encoded;
+          try {
+            record =
+              fn === undefined
+                ? encodeError("GRADER_ERROR", GROUP_ONLY)
+                : checkResult(await reflectApply(fn, undefined, [batch.thread(i)]));
+          } catch (error) {
+            record = thrown(error);
+            last = Coded.is(error) && error.endsSlice;
+          }
+          records = records + record;
+          pendingItem = false;
+          if (last) {
+            i++;
+            break;
+          }
+        }
+        // a call ends at a unit's end: the threads of a group its interpreter can no longer grade get an error
+        if (last) while (i < stop) i = notGraded(i);
       }
-      records = records + record;
-      pendingItem = false;
       if (last) break;
     }
   };
   loop();
+}
+
+const UNFIT_IN_GROUP =
+  "not graded: an earlier thread of its group stopped the grader's runtime (out of memory or stack, or an error that escaped it)";
+/** Thread i gets the error of a thread its interpreter could not grade; the next index. */
+function notGraded(i: number): number {
+  records = records + encodeError("GRADER_ERROR", UNFIT_IN_GROUP);
+  return i + 1;
 }
 
 /**
@@ -340,7 +487,7 @@ function run(head: string, text: string, from: number, maxItems: number, sliceMs
  * flight when the runtime throws gets the error, and one it left without a result gets one too,
  * so a call always moves on.
  */
-function runSlice(s: Slicer, from: number, end: number, sliceMs: number, t0: number): void {
+function runSlice(s: Slicer, batch: BatchReader, from: number, end: number, sliceMs: number, t0: number): void {
   let i = from;
   let live = true;
   const add = (record: Encoded) => {
@@ -358,8 +505,12 @@ function runSlice(s: Slicer, from: number, end: number, sliceMs: number, t0: num
     }
     add(record);
     // an interpreter an item left unfit grades nothing more: the worker goes on in a fresh one
-    if (failed === true && Coded.is(value) && value.endsSlice) return false;
-    if (i >= end || now() - t0 >= sliceMs) return false;
+    if (failed === true && Coded.is(value) && value.endsSlice) {
+      live = false;
+      return false;
+    }
+    // a slice ends only where a unit (a group) does
+    if (i >= end || (batch.unitStart(i) && now() - t0 >= sliceMs)) return false;
     pendingItem = true;
     if (slot) slot[SLOT.item] = i;
     return true;
@@ -373,6 +524,11 @@ function runSlice(s: Slicer, from: number, end: number, sliceMs: number, t0: num
   }
   if (pendingItem) add(encodeError("GRADER_ERROR", "the runtime returned without a result for this item"));
   live = false;
+  // the call ends at a unit's end, whatever stopped it inside one
+  while (i < end && !batch.unitStart(i)) {
+    records = records + encodeError("GRADER_ERROR", UNFIT_IN_GROUP);
+    i++;
+  }
 }
 
 /** The records of the last call and its trailer (see reply.ts): one primitive string. */

@@ -10,16 +10,28 @@ import { type Metadata, ROLES, type WireTurn } from "../../sdk/thread.ts";
 
 export interface PackedBatch {
   count: number;
-  /** JSON: [[turn count, then role index and content length per turn, for each thread], [metadata or null per thread]] */
+  /**
+   * JSON: [[turn count, then role index and content length per turn, for each thread], [metadata
+   * or null per thread]], and with groups a third element, [the group sizes in order]
+   */
   head: string;
   /** every turn's content, concatenated in order */
   text: string;
+  /**
+   * the group sizes in order (contiguous, summing to count), for the host and the engine: with
+   * them a group is the unit of a batch, never split across workers, slices or calls
+   */
+  groups?: number[];
 }
 
 const ROLE_INDEX: ReadonlyMap<string, number> = new Map(ROLES.map((role, i) => [role, i]));
 
-/** Throws TypeError for a thread that is not a WireThread (the server validated it already). */
-export function packBatch(threads: ReadonlyArray<{ readonly turns: readonly WireTurn[]; readonly metadata?: Metadata }>): PackedBatch {
+/** Throws TypeError for a thread that is not a WireThread, or groups that do not cover the threads (the server validated both already). */
+export function packBatch(
+  threads: ReadonlyArray<{ readonly turns: readonly WireTurn[]; readonly metadata?: Metadata }>,
+  groups?: readonly number[],
+): PackedBatch {
+  if (groups !== undefined) checkGroups(groups, threads.length);
   const nums: number[] = [];
   const contents: string[] = [];
   const metadata: unknown[] = new Array(threads.length);
@@ -37,5 +49,63 @@ export function packBatch(threads: ReadonlyArray<{ readonly turns: readonly Wire
     }
     metadata[t] = threads[t].metadata ?? null;
   }
-  return { count: threads.length, head: `[[${nums.join(",")}],${JSON.stringify(metadata)}]`, text: contents.join("") };
+  const head = `[[${nums.join(",")}],${JSON.stringify(metadata)}${groups === undefined ? "" : `,[${groups.join(",")}]`}]`;
+  return { count: threads.length, head, text: contents.join(""), ...(groups === undefined ? {} : { groups: [...groups] }) };
 }
+
+/** Throws TypeError unless `groups` are positive integer sizes summing to `count`. */
+export function checkGroups(groups: readonly number[], count: number): void {
+  if (!Array.isArray(groups)) throw new TypeError("groups must be an array of group sizes");
+  let sum = 0;
+  for (const size of groups) {
+    if (!Number.isSafeInteger(size) || size < 1) throw new TypeError(`groups must be positive integer sizes; got ${String(size)}`);
+    sum += size;
+  }
+  if (sum !== count) throw new TypeError(`the group sizes sum to ${sum}, but there are ${count} threads`);
+}
+
+/**
+ * The units of a batch: its groups, or each thread alone when it has none. Slices, calls, the
+ * culprit of a lost worker and the parts of a split batch all begin and end at unit boundaries.
+ */
+export class Units {
+  /** per item, where its unit ends (exclusive); absent without groups */
+  private readonly ends: Int32Array | undefined;
+
+  constructor(
+    readonly count: number,
+    groups?: readonly number[],
+  ) {
+    if (groups === undefined) return;
+    this.ends = new Int32Array(count);
+    let at = 0;
+    for (const size of groups) {
+      for (let k = 0; k < size && at + k < count; k++) this.ends[at + k] = at + size;
+      at += size;
+    }
+  }
+
+  get grouped(): boolean {
+    return this.ends !== undefined;
+  }
+
+  /** where the unit holding item `i` ends (exclusive) */
+  endOf(i: number): number {
+    return this.ends === undefined || i >= this.count ? i + 1 : this.ends[i];
+  }
+
+  /** where the unit holding item `i` starts */
+  startOf(i: number): number {
+    if (this.ends === undefined || i <= 0) return Math.max(i, 0);
+    let k = i;
+    while (k > 0 && this.ends[k - 1] === this.ends[i]) k--;
+    return k;
+  }
+
+  /** `i` begins a unit, or is the end of the batch */
+  isStart(i: number): boolean {
+    return this.ends === undefined || i <= 0 || i >= this.count || this.ends[i - 1] === i;
+  }
+}
+
+export const unitsOf = (batch: PackedBatch): Units => new Units(batch.count, batch.groups);

@@ -113,6 +113,8 @@ export class PythonLoader implements ModuleLoader {
   private load_: ivm.Reference | undefined;
   private unfit: ivm.Reference | undefined;
   private grade: ivm.Reference | undefined;
+  private gradeGroup: ivm.Reference | undefined;
+  private shape: ivm.Reference | undefined;
   /** where the execution check failed, when the module did not load */
   loadFailure: LoadFailure | undefined;
   /** the source check's answer, when asked for (validation) */
@@ -159,14 +161,17 @@ export class PythonLoader implements ModuleLoader {
     this.check = api.getSync("check", { reference: true });
     this.wasmBytes = api.getSync("wasmBytes", { reference: true });
     this.unfit = api.getSync("unfit", { reference: true });
+    this.shape = api.getSync("shape", { reference: true });
     context.global.deleteSync("__gradebox_py");
     this.grade = context.global.getSync("__gradebox_grade", { reference: true });
+    this.gradeGroup = context.global.getSync("__gradebox_grade_group", { reference: true });
   }
 
   load(_isolate: ivm.Isolate, context: ivm.Context, source: string, limits: EngineLimits): void {
     const load = this.load_;
     const grade = this.grade;
-    if (!load || !grade || !this.check) throw new LibraryError("the Python runtime did not start");
+    const gradeGroup = this.gradeGroup;
+    if (!load || !grade || !gradeGroup || !this.check || !this.shape) throw new LibraryError("the Python runtime did not start");
     if (this.checkFirst) {
       this.checked = readCheck(this.check.applySync(undefined, [source], { timeout: limits.timeoutMs }));
       if ("check" in this.checked) {
@@ -175,8 +180,15 @@ export class PythonLoader implements ModuleLoader {
     }
     this.loadFailure = readLoad(load.applySync(undefined, [source], { timeout: limits.timeoutMs }));
     if (this.loadFailure) throw new GraderError("GRADER_ERROR", this.loadFailure.message);
-    // grader code ran: the grade the prelude installs is the shim's, whatever the module set
+    // grader code ran: the functions the prelude installs are the shim's, whatever the module set,
+    // each only when the module defines its Python counterpart
+    const shape = this.shape.applySync(undefined, [], { timeout: limits.timeoutMs });
+    if (shape !== "thread" && shape !== "group" && shape !== "both")
+      throw new LibraryError("the Python library's shape answered in an unknown form");
+    if (shape === "group") context.global.deleteSync("__gradebox_grade");
     else context.global.setSync("__gradebox_grade", grade.derefInto());
+    if (shape === "thread") context.global.deleteSync("__gradebox_grade_group");
+    else context.global.setSync("__gradebox_grade_group", gradeGroup.derefInto());
   }
 
   extraBytes(): number {

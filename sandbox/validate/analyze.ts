@@ -6,6 +6,10 @@ import { type CheckFailure, IMPORT_ALLOW_LIST } from "./checks.ts";
 
 /** The global the compiled module assigns its entry point to; the prelude's install() reads it. */
 export const ENTRY_GLOBAL = "__gradebox_grade";
+/** The global the compiled module assigns its gradeGroup to, when it has one. */
+export const GROUP_GLOBAL = "__gradebox_grade_group";
+/** The name of a group grader's function: it takes a group's threads and returns one result per thread. */
+const GROUP_NAME = "gradeGroup";
 const ANON_NAME = "__gradebox_entry";
 
 interface FunctionCandidate {
@@ -125,7 +129,8 @@ function topLevelFunctions(sf: ts.SourceFile): FunctionCandidate[] {
         if (!ts.isIdentifier(decl.name)) continue;
         const init = unwrap(decl.initializer);
         if (isFunctionExpr(init)) found.push({ name: decl.name.text, node: init, statement });
-        else if (decl.name.text === "grade") found.push({ name: "grade", node: undefined as never, statement, notAFunction: true });
+        else if (decl.name.text === "grade" || decl.name.text === GROUP_NAME)
+          found.push({ name: decl.name.text, node: undefined as never, statement, notAFunction: true });
       }
     } else if (ts.isExpressionStatement(statement)) {
       const expr = unwrap(statement.expression);
@@ -272,6 +277,8 @@ const isScoreType = (type: ts.TypeNode): boolean =>
     type,
     (t) =>
       isNumberType(t) ||
+      // null abstains
+      (ts.isLiteralTypeNode(t) && t.literal.kind === ts.SyntaxKind.NullKeyword) ||
       isResultObject(t) ||
       (ts.isTypeReferenceNode(t) && ts.isIdentifier(t.typeName) && RESULT_TYPE_NAMES.has(t.typeName.text) && !t.typeArguments),
   );
@@ -284,6 +291,49 @@ const isResultType = (type: ts.TypeNode): boolean =>
     }
     return isScoreType(t);
   });
+
+/**
+ * A top-level `async function gradeGroup(threads)` (or a const bound to an async function): the
+ * group entry point, beside grade or alone. Undefined when there is none; a failure when the name
+ * is bound to something else, the function is not async, or it does not take one parameter.
+ */
+function checkGroupFunction(sf: ts.SourceFile, functions: FunctionCandidate[]): FunctionCandidate | CheckFailure | undefined {
+  const found = functions.find((f) => f.name === GROUP_NAME);
+  if (!found) return undefined;
+  if (found.notAFunction) {
+    return {
+      check: "structure",
+      message: "gradeGroup must be an async function, e.g. `async function gradeGroup(threads) { … }`",
+      ...position(sf, found.statement),
+    };
+  }
+  if (!isAsync(found.node)) {
+    return {
+      check: "structure",
+      message: "gradeGroup must be async: write `async function gradeGroup(threads)` (sync graders are rejected)",
+      ...position(sf, found.node),
+    };
+  }
+  const params = found.node.parameters;
+  if (params.length !== 1 || params[0].dotDotDotToken) {
+    return {
+      check: "signature",
+      message: `gradeGroup must take exactly one parameter (the group's threads, an array); it takes ${
+        params[0]?.dotDotDotToken ? "a rest parameter" : params.length
+      }`,
+      ...position(sf, found.node),
+    };
+  }
+  return found;
+}
+
+const THREAD_ARRAY = new Set(["StringThread[]", "readonlyStringThread[]", "Array<StringThread>", "ReadonlyArray<StringThread>"]);
+
+function groupWarnings(sf: ts.SourceFile, fn: ts.FunctionLikeDeclaration): string[] {
+  const param = typeText(sf, fn.parameters[0].type);
+  if (param === undefined) return ["the parameter of gradeGroup is not annotated; annotate it as StringThread[]"];
+  return THREAD_ARRAY.has(param) ? [] : [`the parameter of gradeGroup is annotated ${param}, not StringThread[]`];
+}
 
 /** line breaks as JavaScript (and so esbuild and TypeScript) count them */
 const LINE_BREAKS = /\r\n|[\n\r\u2028\u2029]/g;
@@ -343,7 +393,9 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   const exported = defaultExport(sf, functions);
   if (exported && "check" in exported) return exported;
   const named = functions.filter((f) => f.name === "grade");
-  let entry: FunctionCandidate;
+  const group = checkGroupFunction(sf, functions);
+  if (group && "check" in group) return group;
+  let entry: FunctionCandidate | undefined;
   if (exported) {
     // the default export is the entry point, whatever helpers (even one called grade) sit beside it
     entry = exported;
@@ -356,6 +408,9 @@ function analyzeTree(source: string): Analysis | CheckFailure {
         ...position(sf, entry.statement),
       };
     }
+  } else if (group) {
+    // a grader of groups only: gradeGroup is its one entry point
+    entry = undefined;
   } else if (findNestedGrade(sf)) {
     return {
       check: "structure",
@@ -378,6 +433,14 @@ function analyzeTree(source: string): Analysis | CheckFailure {
     };
   }
 
+  if (entry === undefined) {
+    const { node } = group as FunctionCandidate;
+    return {
+      code: `${source}\n;globalThis.${GROUP_GLOBAL} = ${GROUP_NAME};\n`,
+      warnings: groupWarnings(sf, node),
+      edit: { line: 0, column: 0, removed: 0, added: 0, trailer: (source.match(LINE_BREAKS)?.length ?? 0) + 1 },
+    };
+  }
   const label = entry.name ? `function ${entry.name}` : "the function";
   if (!isAsync(entry.node)) {
     return {
@@ -402,9 +465,10 @@ function analyzeTree(source: string): Analysis | CheckFailure {
   const { body, edit } = entry.name
     ? { body: source, edit: { line: 0, column: 0, removed: 0, added: 0 } }
     : bindAnonymous(source, sf, entry);
+  const groupTrailer = group ? `globalThis.${GROUP_GLOBAL} = ${GROUP_NAME};\n` : "";
   return {
-    code: `${body}\n;globalThis.${ENTRY_GLOBAL} = ${bound};\n`,
-    warnings: signatureWarnings(sf, entry.node),
+    code: `${body}\n;globalThis.${ENTRY_GLOBAL} = ${bound};\n${groupTrailer}`,
+    warnings: [...signatureWarnings(sf, entry.node), ...(group ? groupWarnings(sf, group.node) : [])],
     edit: { ...edit, trailer: (body.match(LINE_BREAKS)?.length ?? 0) + 1 },
   };
 }

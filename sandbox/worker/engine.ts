@@ -8,7 +8,7 @@
 // its recycle bound says it is to be replaced. Validation's checks run here too, on the
 // validation worker.
 
-import { type PackedBatch, packBatch } from "../protocol/batch.ts";
+import { type PackedBatch, packBatch, unitsOf } from "../protocol/batch.ts";
 import type { SliceResult, ValidationResult } from "../protocol/replies.ts";
 import type { EngineLimits, GraderCode, SliceOptions } from "../protocol/requests.ts";
 import { PythonLoader } from "../python/loader.ts";
@@ -37,6 +37,8 @@ const TEMPLATE_BOOT_PEAK = 512 * 1024 * 1024;
 export const MAX_TIMEOUTS_IN_A_ROW = 3;
 
 const MOCK_BATCH = packBatch([MOCK_THREAD]);
+/** the sample thread as a group of one, for a grader that grades groups only */
+const MOCK_GROUP = packBatch([MOCK_THREAD], [1]);
 /** How long esbuild may take over one check (syntax, or the bundle). */
 export const PARSE_DEADLINE_MS = 2000;
 
@@ -144,8 +146,9 @@ export class Engine {
   /**
    * Grades a packed batch with one grader, from item `from` on, for one slice (see
    * SliceOptions). Fast path: the rest of the batch in one crossing. When a call dies (timeout,
-   * out of memory) the items since the last good result are re-run one per call, so the error
-   * lands on the item that caused it and every other item still gets its own score. At the
+   * out of memory) the units since the last good result are re-run one per call, so the error
+   * lands on the unit that caused it and every other unit still gets its own scores. A unit is a
+   * group when the batch has groups (a group is graded, and fails, as one), else a thread. At the
    * slice's deadline it ends with what it finished (`deadline`): no culprit is looked for then.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
@@ -178,6 +181,7 @@ export class Engine {
 
   private gradeWith(acquire: () => Runtime, discard: () => void, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
     const count = Math.min(batch.count, options.end);
+    const units = unitsOf(batch);
     const outcomes: GradeOutcome[] = [];
     const started = Date.now();
     let i = from;
@@ -194,10 +198,16 @@ export class Engine {
     const checkGiveBack = () => {
       if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes, this.templateBytes)) this.overgrown = true;
     };
+    // counted in units: a group that times out is one limit, not one per thread
+    let unitOverLimit = true;
     const push = (outcome: GradeOutcome) => {
       outcomes.push(outcome);
-      inARow = overLimit(outcome) ? inARow + 1 : 0;
+      if (!overLimit(outcome)) unitOverLimit = false;
       i++;
+      if (units.isStart(i)) {
+        inARow = unitOverLimit ? inARow + 1 : 0;
+        unitOverLimit = true;
+      }
     };
     while (i < count) {
       if (deadlineAt !== undefined && Date.now() >= deadlineAt) {
@@ -229,8 +239,9 @@ export class Engine {
         while (i < count) push(outcome);
         break;
       }
-      const alone = single || count - i === 1;
-      const asked = alone ? 1 : count - i;
+      const unitEnd = Math.min(units.endOf(i), count);
+      const alone = single || unitEnd === count;
+      const asked = alone ? unitEnd - i : count - i;
       const rssBefore = bounds ? residentBytes() : 0;
       this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
@@ -238,13 +249,16 @@ export class Engine {
         const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
+        // a call ends where a unit does; only a thread whose promise never settles is left inside a group
+        const reached = i + reply.outcomes.length;
+        if (!reply.pending && !units.isStart(reached)) throw new ReplyViolation("a group's results were cut short");
         const rssAfter = bounds ? residentBytes() : 0;
         if (bounds && rt.account(rssAfter - rssBefore, bounds)) {
           // the grader keeps what its calls make: this call's items fail, and its isolate goes
           fault = retainedMessage(rt.retained, bounds, this.limits.memoryMb);
           discard();
           loaded = undefined;
-          const covered = reply.outcomes.length + (reply.pending ? 1 : 0);
+          const covered = (reply.pending ? units.endOf(reached) : reached) - i;
           for (let k = 0; k < covered; k++) push({ error: { code: "GRADER_MEMORY_LIMIT", message: fault } });
           checkGiveBack();
         } else {
@@ -254,8 +268,13 @@ export class Engine {
             loaded = undefined;
           }
           if (reply.pending) {
-            // microtasks drained with the item's promise still pending: it can never settle
-            push({ error: { code: "GRADER_TIMEOUT", message: "grade returned a promise that never settles" } });
+            // microtasks drained with the item's promise still pending: it can never settle, and
+            // neither can the rest of its unit (a group is graded as one)
+            const message = units.grouped
+              ? "the grader returned a promise that never settles (for this group)"
+              : "grade returned a promise that never settles";
+            const stop = units.endOf(i);
+            while (i < stop) push({ error: { code: "GRADER_TIMEOUT", message } });
           }
         }
         if (bounds && rssAfter > bounds.recycleAt + this.templateBytes) this.overgrown = true;
@@ -277,7 +296,8 @@ export class Engine {
           const message = `the sandbox could not read the grader's results (${error.message})`;
           for (let k = 0; k < asked; k++) push({ error: { code: "GRADER_ERROR", message } });
         } else if (alone) {
-          push(toOutcome(error));
+          const outcome = toOutcome(error);
+          for (let k = 0; k < asked; k++) push(outcome);
         } else {
           single = true; // find the culprit: retry from i one item per call
         }
@@ -369,8 +389,12 @@ export class Engine {
     return this.testRun(rt, source, warnings, runMock, "python");
   }
 
-  /** Check 5, test_run: the grader graded on the built-in sample thread, in the isolate the checks loaded. */
+  /**
+   * Check 5, test_run: the grader graded on the built-in sample thread, in the isolate the checks
+   * loaded (a grader of groups only gets it as a group of one).
+   */
   private testRun(rt: Runtime, compiled: string, warnings: string[], runMock: boolean, language?: Language): ValidationResult {
+    const shape = rt.shape;
     let current = rt;
     const acquire = () => {
       if (current.isolate.isDisposed) current = new Runtime(compiled, this.limits, this.hooks, this.loaderFor(language));
@@ -380,7 +404,8 @@ export class Engine {
     const whole: SliceOptions = { single: false, sliceMs: Number.POSITIVE_INFINITY, limitsInARow: 0, end: MOCK_BATCH.count };
     try {
       // with samples of its own, a grader's test_run is those samples (the pool grades them)
-      const [mock] = runMock ? this.gradeWith(acquire, discard, MOCK_BATCH, 0, whole).outcomes : [{ score: 0 }];
+      const sample = shape === "group" ? MOCK_GROUP : MOCK_BATCH;
+      const [mock] = runMock ? this.gradeWith(acquire, discard, sample, 0, whole).outcomes : [{ score: 0 }];
       if ("error" in mock) {
         return {
           ok: false,
@@ -389,13 +414,19 @@ export class Engine {
             // where in the user's source it threw, for push's caret and the console's marked line
             ...(mock.error.line === undefined ? {} : { line: mock.error.line, column: mock.error.column }),
             message:
-              `grade failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
+              `${shape === "group" ? "gradeGroup" : "grade"} failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
               `The sample thread's metadata is {}: guard reads of it (${language === "python" ? '`thread.metadata.get("expected", "")`' : '`thread.metadata.expected ?? ""`'}); to see how it grades real samples, ` +
               "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`), which test_run then uses instead",
           },
         };
       }
-      return { ok: true, compiled, warnings };
+      if ("abstained" in mock) {
+        // abstaining is a grader's right, and guarded reads of absent metadata often do: say so, pass
+        warnings.push(
+          `${shape === "group" ? "gradeGroup" : "grade"} abstained on the built-in sample thread (${mock.abstained.reason}); give the grader samples of its own to see it score`,
+        );
+      }
+      return { ok: true, compiled, warnings, shape };
     } finally {
       current.dispose();
     }

@@ -68,6 +68,13 @@ export function decodeReply(text: unknown, asked: number): DecodedReply {
       const message = text.slice(start, start + length);
       outcomes.push({ error: line === 0 ? { code: name, message } : { code: name, message, line, column } });
       at = start + length;
+    } else if (tag === "a") {
+      const [length, start] = readLength(text, at + 1, ":");
+      if (length > MAX_MESSAGE + 1) throw new ReplyViolation("an abstention's reason is longer than a message may be");
+      if (start + length > text.length) throw new ReplyViolation("an abstention record is cut short");
+      // the only abstention a grader can make: the other codes are the host's (a deadline, an unavailable judge)
+      outcomes.push({ abstained: { code: "GRADER_ABSTAINED", reason: text.slice(start, start + length) } });
+      at = start + length;
     } else {
       throw new ReplyViolation(`an unknown record tag at character ${at}`);
     }

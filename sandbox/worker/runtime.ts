@@ -10,7 +10,7 @@ import { originalPositionFor, TraceMap } from "@jridgewell/trace-mapping";
 import ivm from "isolated-vm";
 import type { PackedBatch } from "../protocol/batch.ts";
 import { type EngineLimits, timeLeft } from "../protocol/requests.ts";
-import type { GradeErrorCode } from "../validate/checks.ts";
+import type { GradeErrorCode, GraderShape } from "../validate/checks.ts";
 import { loadPrelude, splitCompiled } from "../validate/compile.ts";
 import { type MemoryBounds, residentBytes } from "./memory.ts";
 import { type DecodedReply, decodeReply, ReplyViolation } from "./reply-reader.ts";
@@ -138,6 +138,8 @@ export class Runtime {
   calls = 0;
   /** its loader says it is not to be used again (a Python interpreter that ran out of memory): the engine disposes it */
   spent = false;
+  /** which of grade and gradeGroup the module exports, as the prelude found them */
+  readonly shape: GraderShape;
   /**
    * Bytes the process grew by over this isolate's calls (its module load included) that its
    * heap does not explain: memory it holds outside isolated-vm's accounting. See account().
@@ -202,7 +204,8 @@ export class Runtime {
         throw new GraderError("GRADER_MEMORY_LIMIT", retainedMessage(this.retained, bounds, limits.memoryMb), true);
       }
       if (typeof failure !== "string") throw new GraderError("GRADER_ERROR", "the module's loader answered in an unknown form");
-      if (failure !== "") throw new GraderError("GRADER_ERROR", failure);
+      if (failure !== "thread" && failure !== "group" && failure !== "both") throw new GraderError("GRADER_ERROR", failure);
+      this.shape = failure;
       this.measure();
     } catch (error) {
       this.dispose();

@@ -35,6 +35,8 @@ py.runPython("import random as _r\n_r.seed()\ndel _r");
 env.seal();
 const sandbox = py.pyimport("gradebox._sandbox");
 const pyGrade = sandbox.grade;
+const pyGradeGroup = sandbox.grade_group;
+const pyShape = sandbox.shape;
 const pyLoad = sandbox.load;
 const pyCheck = sandbox.check;
 const pyLoadBatch = sandbox.load_batch;
@@ -95,6 +97,14 @@ Object.defineProperty(g, "__gradebox_py", {
         return jsonStringify({ message: describe(error) });
       }
     },
+    /** which of grade and grade_group the loaded module defines ("thread", "group" or "both") */
+    shape: () => {
+      try {
+        return asText(pyShape());
+      } catch {
+        return "";
+      }
+    },
     /** whether an item left the interpreter unfit for another (the worker then starts a fresh one) */
     unfit: () => unfit,
     /** the interpreter's wasm memory, which isolated-vm's heap statistics leave out */
@@ -125,20 +135,45 @@ function escaped(error: unknown): unknown {
   return fail(message.includes("MemoryError") ? "GRADER_MEMORY_LIMIT" : "GRADER_ERROR", message, undefined, undefined, true);
 }
 
-/** An item's value from the library (a float, or JSON of a result or an error): the result, or throws the coded error. */
+/** The prelude's brand of an abstention (sdk/graders.ts's Abstain carries it too): a registered symbol. */
+const ABSTAIN = Symbol.for("gradebox.abstain");
+const objectCreate = Object.create;
+const isArray = Array.isArray;
+
+/** An abstention the prelude recognises, with the library's reason (grade returned None, or raised Abstain). */
+function abstention(reason: unknown): unknown {
+  const out = objectCreate(null) as Record<string | symbol, unknown>;
+  out[ABSTAIN] = true;
+  out.reason = typeof reason === "string" ? reason : "the grader abstained";
+  return out;
+}
+
+/** The coded error of the library's {"error": …}, flagging the interpreter unfit when the error says it is. */
+function codedError(e: PyError): unknown {
+  // an interpreter that ran out of memory or stack grades nothing more: the rest of the batch gets a fresh one
+  const code = String(e.code);
+  const message = String(e.message);
+  if (code === "GRADER_MEMORY_LIMIT" || UNFIT.test(message)) unfit = true;
+  return fail(code, message, e.line as number, e.column as number, unfit);
+}
+
+/** One parsed value of the library's: a score or result as it is; an error or abstention as the prelude's value for one. */
+function readValue(result: unknown): { value: unknown; failed: boolean } {
+  if (result !== null && typeof result === "object") {
+    if ("error" in result) return { value: codedError((result as { error?: PyError }).error ?? {}), failed: true };
+    if ("abstained" in result)
+      return { value: abstention((result as { abstained?: { reason?: unknown } }).abstained?.reason), failed: true };
+  }
+  return { value: result, failed: false };
+}
+
+/** An item's value from the library (a float, or JSON of a result, an error or an abstention): the result, or throws the error or abstention. */
 function resultOf(value: unknown): unknown {
   if (typeof value === "number") return value;
   if (typeof value !== "string") throw fail("GRADER_ERROR", "the Python library answered in an unknown form");
-  const result = jsonParse(value) as { error?: PyError };
-  if (result !== null && typeof result === "object" && "error" in result) {
-    const e = result.error ?? {};
-    // an interpreter that ran out of memory or stack grades nothing more: the rest of the batch gets a fresh one
-    const code = String(e.code);
-    const message = String(e.message);
-    if (code === "GRADER_MEMORY_LIMIT" || UNFIT.test(message)) unfit = true;
-    throw fail(code, message, e.line as number, e.column as number, unfit);
-  }
-  return result;
+  const read = readValue(jsonParse(value));
+  if (read.failed) throw read.value;
+  return read.value;
 }
 
 g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
@@ -149,6 +184,37 @@ g.__gradebox_grade = (thread: { getTurns(): unknown; metadata: unknown }) => {
     throw escaped(error);
   }
   return resultOf(value);
+};
+
+// A group: its threads' turns and metadata in, one crossing, and one value per thread back (the
+// prelude checks each as it checks grade's), or the one error or abstention of the whole group.
+g.__gradebox_grade_group = (threads: Array<{ getTurns(): unknown; metadata: unknown }>) => {
+  const n = threads.length;
+  let turns = "[";
+  let metadata = "[";
+  for (let k = 0; k < n; k++) {
+    turns += (k === 0 ? "" : ",") + jsonStringify(threads[k].getTurns());
+    metadata += (k === 0 ? "" : ",") + jsonStringify(threads[k].metadata);
+  }
+  let value: unknown;
+  try {
+    value = pyGradeGroup(`${turns}]`, `${metadata}]`);
+  } catch (error) {
+    throw escaped(error);
+  }
+  if (typeof value !== "string") throw fail("GRADER_ERROR", "the Python library answered in an unknown form");
+  const parsed = jsonParse(value) as unknown;
+  if (!isArray(parsed)) {
+    const read = readValue(parsed);
+    throw read.failed ? read.value : fail("GRADER_ERROR", "the Python library answered in an unknown form");
+  }
+  for (let k = 0; k < parsed.length; k++) {
+    const read = readValue(parsed[k]);
+    // an element that left the interpreter unfit ends the group, and the slice with it
+    if (unfit && read.failed) throw read.value;
+    parsed[k] = read.value;
+  }
+  return parsed;
 };
 
 // The prelude's batches, a slice per crossing: Python slices the batch's text itself and hands

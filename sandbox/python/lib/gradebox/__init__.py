@@ -1,7 +1,7 @@
 """gradebox, as a Python grader sees it inside the sandbox.
 
     from gradebox import StringThread
-    from gradebox.graders import exact_match, combine, SubScore
+    from gradebox.graders import exact_match, combine, SubScore, Abstain
 
 ``StringThread`` is also importable from ``adaptive_harmony`` (Adaptive's graders import it from
 there) and is defined in every grader's module without an import.
@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, TypedDict, TypeVar
 
 from . import graders
+from .graders import Abstain
 from .thread import ROLES, Role, StringThread, Turn
 
 T = TypeVar("T")
@@ -37,4 +38,4 @@ async def gather(*aws: Awaitable[T]) -> list[T]:
     return [await aw for aw in aws]
 
 
-__all__ = ["ROLES", "GradeScore", "Role", "StringThread", "Turn", "gather", "graders"]
+__all__ = ["ROLES", "Abstain", "GradeScore", "Role", "StringThread", "Turn", "gather", "graders"]

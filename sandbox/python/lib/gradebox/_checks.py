@@ -2,9 +2,11 @@
 
 No grader code runs here: the source is compiled and its tree read. The rules follow the
 TypeScript checks (sandbox/validate/analyze.ts) in Python terms: one top-level ``async def
-grade`` (a sync ``def grade`` is refused, as Adaptive's contract says), exactly one positional
-parameter, warnings for a parameter not annotated ``StringThread`` or a return not annotated
-``float``, and imports refused when they cannot work in the sandbox. Positions are 1-based, the
+grade``, or ``async def grade_group`` (a group's threads in, one result per thread out), or both
+(a sync ``def`` is refused, as Adaptive's contract says), each with exactly one positional
+parameter, warnings for a parameter of grade not annotated ``StringThread``, a return not
+annotated ``float``, or an entry point without any ``return <value>`` (it would return None,
+which abstains, on every thread), and imports refused when they cannot work in the sandbox. Positions are 1-based, the
 column counted in characters of the line (the tree counts UTF-8 bytes).
 """
 
@@ -227,36 +229,66 @@ def imports(tree: ast.Module, src: _Source) -> Optional[Failure]:
     return None
 
 
-def _nested_grade(tree: ast.Module) -> Optional[ast.AST]:
+def _nested_grade(tree: ast.Module, name: str = "grade") -> Optional[ast.AST]:
     for statement in tree.body:
         for node in ast.walk(statement):
             if node is statement:
                 continue
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "grade":
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
                 return node
     return None
 
 
-def _binds_grade(statement: ast.stmt) -> bool:
-    """A top-level statement that binds the name grade other than by a def."""
+def _binds_grade(statement: ast.stmt, name: str = "grade") -> bool:
+    """A top-level statement that binds the name (grade) other than by a def."""
     targets: list[ast.expr] = []
     if isinstance(statement, ast.Assign):
         targets = list(statement.targets)
     elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
         targets = [statement.target]
     elif isinstance(statement, ast.ClassDef):
-        return statement.name == "grade"
+        return statement.name == name
     elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return any((a.asname or a.name.split(".")[0]) == "grade" for a in statement.names)
+        return any((a.asname or a.name.split(".")[0]) == name for a in statement.names)
     for target in targets:
         for node in ast.walk(target):
-            if isinstance(node, ast.Name) and node.id == "grade":
+            if isinstance(node, ast.Name) and node.id == name:
                 return True
     return False
 
 
-def structure(tree: ast.Module, src: _Source) -> Union[Failure, ast.AsyncFunctionDef]:
-    """Check 2: exactly one top-level `async def grade`."""
+GROUP = "grade_group"
+
+
+def _group_entry(tree: ast.Module, src: _Source) -> Union[Failure, ast.AsyncFunctionDef, None]:
+    """The top-level `async def grade_group`, when there is one."""
+    defs = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == GROUP]
+    if len(defs) > 1:
+        lines = ", ".join(str(d.lineno) for d in defs)
+        return _failure(
+            "structure",
+            f"grade_group is defined {len(defs)} times at the top level (lines {lines}); keep one `async def grade_group(threads)`",
+            src.at(defs[1]),
+        )
+    if not defs:
+        other = next((s for s in tree.body if _binds_grade(s, GROUP)), None)
+        if other is not None:
+            return _failure(
+                "structure", "grade_group must be an async function: define it with `async def grade_group(threads):`", src.at(other)
+            )
+        return None
+    if not isinstance(defs[0], ast.AsyncFunctionDef):
+        return _failure(
+            "structure",
+            "grade_group must be async: write `async def grade_group(threads):` (sync graders are rejected)",
+            src.at(defs[0]),
+        )
+    return defs[0]
+
+
+def structure(tree: ast.Module, src: _Source) -> Union[Failure, ast.AsyncFunctionDef, None]:
+    """Check 2: at most one top-level `async def grade` (None: there is none, and grade_group,
+    checked by the caller, must then be there)."""
     defs = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "grade"]
     if len(defs) > 1:
         lines = ", ".join(str(d.lineno) for d in defs)
@@ -269,6 +301,8 @@ def structure(tree: ast.Module, src: _Source) -> Union[Failure, ast.AsyncFunctio
         other = next((s for s in tree.body if _binds_grade(s)), None)
         if other is not None:
             return _failure("structure", "grade must be an async function: define it with `async def grade(thread):`", src.at(other))
+        if any((isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == GROUP) or _binds_grade(s, GROUP) for s in tree.body):
+            return None
         nested = _nested_grade(tree)
         if nested is not None:
             return _failure(
@@ -278,7 +312,9 @@ def structure(tree: ast.Module, src: _Source) -> Union[Failure, ast.AsyncFunctio
             )
         names = [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         found = f" (found {', '.join(names)}: name the entry point grade)" if names else ""
-        return _failure("structure", f"no top-level `async def grade(thread):` found{found}")
+        return _failure(
+            "structure", f"no top-level `async def grade(thread):` (or `async def grade_group(threads):`) found{found}"
+        )
     entry = defs[0]
     if not isinstance(entry, ast.AsyncFunctionDef):
         return _failure("structure", "grade must be async: write `async def grade(thread):` (sync graders are rejected)", src.at(entry))
@@ -323,11 +359,34 @@ def _names(node: ast.expr) -> Optional[list[str]]:
     return None
 
 
-_SCORE_TYPES = frozenset(("float", "int", "dict", "Dict", "Mapping", "GradeScore", "EvaluationResult"))
+# None abstains
+_SCORE_TYPES = frozenset(("float", "int", "dict", "Dict", "Mapping", "GradeScore", "EvaluationResult", "None"))
 
 
-def signature(entry: ast.AsyncFunctionDef, src: _Source) -> Union[Failure, list[str]]:
-    """Check 3: exactly one positional parameter; warnings for the annotations."""
+def _returns_value(entry: ast.AsyncFunctionDef) -> bool:
+    """Whether the function's own body (not a nested function's) has a `return <value>`."""
+    stack: list[ast.AST] = list(entry.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _no_return_warning(entry: ast.AsyncFunctionDef) -> list[str]:
+    if _returns_value(entry):
+        return []
+    what = "a list of results" if entry.name == GROUP else "a score"
+    return [
+        f"{entry.name} has no `return <value>`: it returns None, which abstains on every thread; return {what} "
+        "(return None, or raise Abstain, only where no score is honest)"
+    ]
+
+
+def _one_parameter(entry: ast.AsyncFunctionDef, src: _Source) -> Optional[Failure]:
     args = entry.args
     positional = args.posonlyargs + args.args
     required_kw = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
@@ -341,7 +400,23 @@ def signature(entry: ast.AsyncFunctionDef, src: _Source) -> Union[Failure, list[
     elif len(positional) != 1:
         problem = f"{len(positional)} parameters"
     if problem:
-        return _failure("signature", f"grade must take exactly one parameter (the thread); it takes {problem}", src.at(entry))
+        what = "the group's threads, a list" if entry.name == GROUP else "the thread"
+        return _failure("signature", f"{entry.name} must take exactly one parameter ({what}); it takes {problem}", src.at(entry))
+    return None
+
+
+def group_signature(entry: ast.AsyncFunctionDef, src: _Source) -> Union[Failure, list[str]]:
+    """Check 3 for grade_group: exactly one positional parameter; a warning without any return."""
+    failure = _one_parameter(entry, src)
+    return failure if failure else _no_return_warning(entry)
+
+
+def signature(entry: ast.AsyncFunctionDef, src: _Source) -> Union[Failure, list[str]]:
+    """Check 3: exactly one positional parameter; warnings for the annotations and a missing return."""
+    failure = _one_parameter(entry, src)
+    if failure:
+        return failure
+    positional = entry.args.posonlyargs + entry.args.args
     found: list[str] = []
     annotation = positional[0].annotation
     if annotation is None:
@@ -355,7 +430,7 @@ def signature(entry: ast.AsyncFunctionDef, src: _Source) -> Union[Failure, list[
         names = _names(returns)
         if names is None or not all(n in _SCORE_TYPES for n in names):
             found.append(f"the return type of grade is {_text(src.source, returns)}, not float")
-    return found
+    return found + _no_return_warning(entry)
 
 
 def check(source: str) -> tuple[Optional[Failure], list[str], Any]:
@@ -372,9 +447,17 @@ def check(source: str) -> tuple[Optional[Failure], list[str], Any]:
         entry = structure(tree, src)
         if isinstance(entry, dict):
             return entry, [], None
-        found = signature(entry, src)
+        group = _group_entry(tree, src)
+        if isinstance(group, dict):
+            return group, [], None
+        found: Union[Failure, list[str]] = [] if entry is None else signature(entry, src)
+        if isinstance(found, dict):
+            return found, [], None
+        if group is not None:
+            found_group = group_signature(group, src)
+            if isinstance(found_group, dict):
+                return found_group, [], None
+            found = found + found_group
     except RecursionError:
         return _failure("structure", "the source is nested too deeply to analyse; flatten it: move inner parts into named functions"), [], None
-    if isinstance(found, dict):
-        return found, [], None
     return None, found + caught, code

@@ -15,7 +15,7 @@ import json
 from math import isfinite as _isfinite
 from typing import Any
 
-from .graders import EvaluationResult, SubScore
+from .graders import Abstain, EvaluationResult, SubScore
 
 # the bounds of sandbox/protocol/replies.ts
 MAX_RESULT = 16 * 1024
@@ -77,6 +77,28 @@ def error_json(code: str, message: str, line: int = 0, column: int = 0) -> str:
             err["column"] = column
     # ASCII: a lone surrogate in a message travels escaped, as JSON.stringify would write it
     return _dumps({"error": err})
+
+
+def abstained_json(reason: str) -> str:
+    """An abstention (GRADER_ABSTAINED), with its reason bounded as a message is."""
+    return _dumps({"abstained": {"reason": clip(reason)}})
+
+
+def abstain_reason(value: Any) -> str:
+    """The reason an Abstain carries (its ``reason``, when a str), read defensively: a subclass
+    may make reading it fail."""
+    try:
+        reason = getattr(value, "reason", None)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        reason = None
+    text = _str_of(reason) if isinstance(reason, str) else ""
+    return text if text else "the grader abstained"
+
+
+def is_abstain(value: Any) -> bool:
+    return isinstance(value, Abstain)
 
 
 class Invalid(Exception):
@@ -262,6 +284,11 @@ def convert(value: Any) -> Any:
     if t is float:
         if _isfinite(value):
             return value
+    if value is None:
+        # TRL's convention: a reward of None is no reward for this sample
+        return abstained_json("grade returned None")
+    if is_abstain(value):
+        return abstained_json(abstain_reason(value))
     try:
         if t is dict or issubclass(type(value), dict):
             score = _dict_get(value, "score", _MISSING) if _dict_contains(value, "score") else _dict_get(value, "reward", _MISSING)

@@ -3,10 +3,17 @@
     check(source) -> str            JSON {"ok": true, "warnings": [...]} or
                                     {"ok": false, "failure": {"check", "message", "line"?, "column"?}}
     load(source) -> str             "" when grade is ready, else JSON {"message", "line"?, "column"?}
+    shape() -> str                  which of grade and grade_group the loaded module defines:
+                                    "thread", "group" or "both"
     grade(turns_json, metadata_json) -> float | str
                                     a float (a plain score), or JSON: a result {"score", "reason"?,
-                                    "metadata"?, "subscores"?} or {"error": {"code", "message",
-                                    "line"?, "column"?}}
+                                    "metadata"?, "subscores"?}, {"error": {"code", "message",
+                                    "line"?, "column"?}} or {"abstained": {"reason"}} (grade returned
+                                    None or raised Abstain)
+    grade_group(turns_list_json, metadata_list_json) -> str
+                                    JSON: an array with one value per thread (a number, a result,
+                                    an error or an abstention, as grade's), or one error or
+                                    abstention for the whole group
     load_batch(head, text, wide) -> None
                                     holds a packed batch (sandbox/protocol/batch.ts) for grade_slice
     grade_slice(start, end, emit) -> None
@@ -29,7 +36,8 @@ import sys
 import types
 from typing import Any, Callable, Optional, Union
 
-from ._result import MAX_POSITION, a_type, convert, describe_exception, error_json
+from ._result import MAX_POSITION, a_type, abstain_reason, abstained_json, convert, describe_exception, error_json
+from .graders import Abstain
 from .thread import ROLES, StringThread
 
 FILENAME = "grader.py"
@@ -40,8 +48,9 @@ _dumps = json.dumps
 _adopt = StringThread._adopt
 _coroutine = types.CoroutineType
 
-# the loaded grader: its grade function and its source's lines (for columns)
+# the loaded grader: its grade and grade_group functions and its source's lines (for columns)
 _grade: Optional[Callable[[StringThread], Any]] = None
+_grade_group: Optional[Callable[[list[StringThread]], Any]] = None
 _lines: list[str] = []
 # the last source that passed check(), and its code: load() of the same source skips a compile
 _checked: tuple[str, Any] = ("", None)
@@ -128,9 +137,11 @@ def _thrown(error: BaseException) -> str:
 
 
 def load(source: str) -> str:
-    """Runs the module body in a fresh module; "" when `grade` is ready, else why not (JSON)."""
-    global _grade, _lines, _checked
+    """Runs the module body in a fresh module; "" when `grade` or `grade_group` (or both) is
+    ready, else why not (JSON)."""
+    global _grade, _grade_group, _lines, _checked
     _grade = None
+    _grade_group = None
     _lines = source.splitlines()
     cached_source, code = _checked
     _checked = ("", None)
@@ -161,11 +172,22 @@ def load(source: str) -> str:
         line, column = _position(error)
         return _load_failure(describe_exception(error), line, column)
     candidate = module.__dict__.get("grade")
-    if not callable(candidate):
+    group = module.__dict__.get("grade_group")
+    if (candidate is None and not callable(group)) or (candidate is not None and not callable(candidate)):
         what = "missing" if candidate is None else a_type(candidate)
         return _load_failure(f"TypeError: grade is not callable after the module ran (it is {what})")
+    if group is not None and not callable(group):
+        return _load_failure(f"TypeError: grade_group is not callable after the module ran (it is {a_type(group)})")
     _grade = candidate
+    _grade_group = group
     return ""
+
+
+def shape() -> str:
+    """Which entry points the loaded module defines: "thread", "group" or "both"."""
+    if _grade is not None and _grade_group is not None:
+        return "both"
+    return "group" if _grade_group is not None else "thread"
 
 
 def _load_failure(message: str, line: int = 0, column: int = 0) -> str:
@@ -269,8 +291,59 @@ def _grade_thread(turns: list, metadata: dict) -> Union[float, str]:
         return error_json("GRADER_ERROR", f"grade awaited {pending} that can never complete: {NO_LOOP}")
     except KeyboardInterrupt:
         raise
+    except Abstain as abstain:
+        return abstained_json(abstain_reason(abstain))
     except BaseException as error:
         return _thrown(error)
     if type(result) is float and result - result == 0.0:
         return result
     return convert(result)
+
+
+def grade_group(turns_list_json: str, metadata_list_json: str) -> str:
+    """Grades one group with the loaded grade_group: JSON, an array of one value per thread, or
+    one error or abstention for the whole group (it raised, or did not return one result per
+    thread)."""
+    fn = _grade_group
+    if fn is None:
+        return error_json("GRADER_ERROR", "no grade_group is loaded (load(source) did not succeed)")
+    metadata = _loads(metadata_list_json)
+    threads = [_adopt(turns, {} if meta is None else meta) for turns, meta in zip(_loads(turns_list_json), metadata)]
+    n = len(threads)
+    try:
+        result = fn(threads)
+        if type(result) is _coroutine:
+            result = _drive(result)
+    except _Pending as pending:
+        return error_json("GRADER_ERROR", f"grade_group awaited {pending} that can never complete: {NO_LOOP}")
+    except KeyboardInterrupt:
+        raise
+    except Abstain as abstain:
+        return abstained_json(abstain_reason(abstain))
+    except BaseException as error:
+        return _thrown(error)
+    if not isinstance(result, (list, tuple)):
+        return error_json(
+            "INVALID_SCORE", f"grade_group must return a list of {n} results (one per thread, in order), got {a_type(result)}"
+        )
+    try:
+        items = list(result)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        return _thrown(error)
+    if len(items) != n:
+        return error_json(
+            "INVALID_SCORE",
+            f"grade_group returned {len(items)} results for a group of {n} threads: it must return exactly one per thread, in order",
+        )
+    parts = []
+    for item in items:
+        if item is None:
+            value: Any = abstained_json("grade_group returned None for this thread")
+        elif type(item) is float and item - item == 0.0:
+            value = item
+        else:
+            value = convert(item)
+        parts.append(_dumps(value) if type(value) is float else value)
+    return "[" + ",".join(parts) + "]"

@@ -16,6 +16,7 @@ there is no event loop in the sandbox, and the result is the same as HUD's ``asy
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from collections import Counter
@@ -510,7 +511,121 @@ def score_rubric(
     return 0.0
 
 
+# ---------------------------------------------------------------------------------------------
+# Abstaining
+
+
+class Abstain(Exception):
+    """``raise Abstain("why")`` from ``grade`` (or ``grade_group``): no score is honest for this
+    thread, and the result says so (outcome "abstained", code GRADER_ABSTAINED, this reason)
+    instead of a made-up 0. Returning ``None`` abstains too, as TRL reads a ``None`` reward
+    (reason "grade returned None"). Raised from ``grade_group``, every thread of the group
+    abstains; in ``grade_group``'s list, ``None`` or an ``Abstain`` abstains that thread alone. A
+    reason is cut to 2,000 characters."""
+
+    def __init__(self, reason: str = "the grader abstained") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Group rewards: for grade_group, which sees the N completions of one prompt together, as
+# sdk/graders.ts's rankInGroup, majorityAgreement, relativeLength and groupSummary
+
+
+def _finite(x: Any, what: str, i: int) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise ValueError(f"{what}: item {i} must be a finite number or None, got {x!r}")
+    return float(x)
+
+
+def rank_in_group(scores: Sequence[Optional[float]]) -> list[Optional[float]]:
+    """Each score's rank within the group, normalised to [0, 1]: the lowest 0, the highest 1,
+    ties sharing the mean of the ranks they span (so equal scores get equal rewards). A group
+    with one scored item gives it 0.5; None (an abstention) stays None and is not ranked.
+    ``rank_in_group([0.2, 0.9, 0.2, 0.5])`` is ``[1/6, 1.0, 1/6, 2/3]``."""
+    scored = [(_finite(s, "rank_in_group", i), i) for i, s in enumerate(scores) if s is not None]
+    out: list[Optional[float]] = [None] * len(scores)
+    n = len(scored)
+    if n == 1:
+        out[scored[0][1]] = 0.5
+    if n <= 1:
+        return out
+    scored.sort(key=lambda p: p[0])
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and scored[j + 1][0] == scored[i][0]:
+            j += 1
+        rank = (i + j) / 2 / (n - 1)
+        for k in range(i, j + 1):
+            out[scored[k][1]] = rank
+        i = j + 1
+    return out
+
+
+def _majority(answers: Sequence[Any], normalize_text: bool) -> tuple[list[Optional[str]], Optional[str]]:
+    """Each answer's comparison key, and the group's most common one (None on a tie or when none voted)."""
+    keys = [None if a is None else (normalize(a) if normalize_text else str(a)) for a in answers]
+    counts = Counter(k for k in keys if k is not None)
+    if not counts:
+        return keys, None
+    ranked = counts.most_common(2)
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return keys, None
+    return keys, ranked[0][0]
+
+
+def majority_agreement(answers: Sequence[Any], *, normalize_text: bool = True) -> list[float]:
+    """1.0 for each answer that agrees with the group's most common answer, 0.0 otherwise
+    (self-consistency, majority-vote pseudo-labels). Answers are compared after ``normalize``
+    (with normalize_text=False, as ``str(answer)``); None answers do not vote and get 0.0. A tie
+    for the most common answer means there is no majority: every item gets 0.0.
+    ``majority_agreement(["4", "four", "4", "5"])`` is ``[1.0, 0.0, 1.0, 0.0]``."""
+    keys, majority = _majority(answers, normalize_text)
+    return [1.0 if majority is not None and k == majority else 0.0 for k in keys]
+
+
+def relative_length(texts: Sequence[Any], *, unit: Literal["chars", "words"] = "chars") -> list[float]:
+    """A length reward relative to the group's mean length: ``clamp(2 - len / mean, 0, 1)``,
+    where len is a text's length (characters, or with unit="words" whitespace-separated words)
+    and mean the group's mean. At or below the mean 1.0, twice the mean or more 0.0, linear
+    between; when the mean is 0 every item gets 1.0. ``relative_length(["ab", "abcd", "abcdef"])``
+    is ``[1.0, 1.0, 0.5]``. Characters are code points (the TypeScript function counts UTF-16
+    units: they differ only past the Basic Multilingual Plane)."""
+    lengths = [len(str("" if t is None else t).split()) if unit == "words" else len(str("" if t is None else t)) for t in texts]
+    mean = sum(lengths) / len(lengths) if lengths else 0.0
+    return [1.0 if mean == 0 else min(1.0, max(0.0, 2 - n / mean)) for n in lengths]
+
+
+def group_summary(
+    scores: Sequence[Optional[float]],
+    *,
+    threshold: Optional[float] = None,
+    answers: Optional[Sequence[Any]] = None,
+    normalize_text: bool = True,
+) -> dict[str, Any]:
+    """One group's statistics: ``{"k", "best", "mean"}`` and, given a threshold, ``"pass_at_k"``
+    (1.0 when any of the k scores is at least threshold), and given answers too,
+    ``"majority_at_k"`` (1.0 when the items giving the majority answer all scored at least
+    threshold; 0.0 on a tie, where there is no majority). k counts the scores that are not None
+    (abstentions are left out of every figure); best and mean are None when k is 0."""
+    counted = [_finite(s, "group_summary", i) for i, s in enumerate(scores) if s is not None]
+    k = len(counted)
+    out: dict[str, Any] = {"k": k, "best": max(counted) if k else None, "mean": sum(counted) / k if k else None}
+    if threshold is not None:
+        out["pass_at_k"] = 1.0 if any(s >= threshold for s in counted) else 0.0
+        if answers is not None:
+            if len(answers) != len(scores):
+                raise ValueError(f"group_summary: {len(scores)} scores but {len(answers)} answers")
+            keys, majority = _majority(answers, normalize_text)
+            voters = [s for s, key in zip(scores, keys) if majority is not None and key == majority and s is not None]
+            out["majority_at_k"] = 1.0 if voters and all(s >= threshold for s in voters) else 0.0
+    return out
+
+
 __all__ = [
+    "Abstain",
     "CannotAssess",
     "EvaluationResult",
     "Grader",
@@ -526,7 +641,11 @@ __all__ = [
     "exact_match",
     "f1_score",
     "first_number",
+    "group_summary",
+    "majority_agreement",
     "normalize",
     "numeric_match",
+    "rank_in_group",
+    "relative_length",
     "score_rubric",
 ]
