@@ -5,7 +5,7 @@
 
 import { open, readFile } from "node:fs/promises";
 import { Command, type ErrorOptions, InvalidArgumentError } from "commander";
-import { APIError, Gradebox, GraderRuntimeError, GraderValidationError } from "../sdk/index.ts";
+import { APIError, Gradebox, GraderAbstainedError, GraderRuntimeError, GraderValidationError } from "../sdk/index.ts";
 
 /** The command ran and failed: the server refused or could not do it, or (grade --threads) a line failed. */
 export const EXIT_FAILED = 1;
@@ -15,7 +15,9 @@ export const EXIT_USAGE = 2;
 export const EXIT_STATUS_HELP = `Exit status:
   0  done
   1  the command failed: the server refused or could not do it;
-     for grade --threads, a line failed (BAD_LINE or a grade error)
+     for grade --threads, a line failed (BAD_LINE or a grade error; an
+     abstention only with --fail-on-abstain); for grade --thread, the
+     grader abstained
   2  a usage error: a bad argument or option (one error line, then the
      command's usage), an input file that cannot be read or is not JSON,
      no database for keys (one error line)`;
@@ -166,9 +168,15 @@ export function cliWords(message: string, body: Record<string, unknown> = {}): s
 export function fail(error: unknown, opts: ApiOptions, source?: string): never {
   if (opts.json) {
     const e = error as { code?: string; status?: number; check?: string; line?: number; column?: number; message: string };
+    const abstained = error instanceof GraderAbstainedError ? { abstained: error.abstained } : {};
     console.log(
-      JSON.stringify({ error: { code: e.code, status: e.status, check: e.check, line: e.line, column: e.column, message: e.message } }),
+      JSON.stringify({
+        error: { code: e.code, status: e.status, check: e.check, line: e.line, column: e.column, message: e.message, ...abstained },
+      }),
     );
+  } else if (error instanceof GraderAbstainedError) {
+    // not a failure of the grader's code: no score is honest for this thread, and the reason says why
+    console.error(`✗ abstained ${error.abstained.code}: ${error.abstained.reason} (no score for this thread)`);
   } else if (error instanceof GraderValidationError) {
     const message = cliWords((error.body.message as string) ?? error.message, error.body);
     // a function grader's message names its position; a template's does not

@@ -13,6 +13,7 @@ import {
   LANGUAGES,
   type Language,
   languageOfFile,
+  type OnUnavailable,
   type Sample,
   type UpdateResult,
   VERSION,
@@ -35,7 +36,7 @@ import {
   withApiOptions,
 } from "./api.ts";
 import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
-import { gradeFile, type LineResult, type Summary } from "./grade-file.ts";
+import { gradeFile, type LineResult, type Summary, summaryText } from "./grade-file.ts";
 import { collectKeys, type FileGrader, fileGraders } from "./grader-files.ts";
 import { addJudgeCommands } from "./judges.ts";
 import { addSecretCommands } from "./secrets.ts";
@@ -171,18 +172,34 @@ async function testOne(g: FileGrader, language: Language | undefined, opts: ApiO
     const res = await graders.validate({ source, language });
     printChecked(res.warnings);
   }
-  if (!opts.json) console.error(summaryLine(summary));
-  if (summary.scored < summary.count) process.exitCode = EXIT_FAILED;
+  if (!opts.json) console.error(summaryText(summary));
+  if (failed(summary, false)) process.exitCode = EXIT_FAILED;
 }
 
-/** The one-line summary of a --threads run. */
-const summaryLine = (summary: Summary) =>
-  `graded ${summary.count}: ${summary.scored} scored (mean ${summary.mean?.toFixed(4) ?? "-"}, min ${summary.min ?? "-"}, max ${summary.max ?? "-"})` +
-  (Object.keys(summary.errors).length
-    ? `; errors ${Object.entries(summary.errors)
-        .map(([c, n]) => `${c} ${n}`)
-        .join(", ")}`
-    : "");
+/** A --threads run fails when a line errs (a bad line or a grade error), or abstains under --fail-on-abstain. */
+const failed = (summary: Summary, failOnAbstain: boolean) =>
+  summary.outcomes.error > 0 || (failOnAbstain && summary.outcomes.abstained > 0);
+
+/** --deadline-ms: the server's range, so a bad value is an argument error rather than the server's 400. */
+const deadlineMs = (v: string) => {
+  const n = wholeNumber(v);
+  if (n > MAX_DEADLINE_MS) throw new InvalidArgumentError(`it must be a whole number from 1 to ${MAX_DEADLINE_MS}`);
+  return n;
+};
+/** The longest deadline the server takes (server/schemas.ts MAX_DEADLINE_MS; the client imports nothing of the server). */
+const MAX_DEADLINE_MS = 600_000;
+
+type GradeOptions = ApiOptions & {
+  thread?: string;
+  threads?: string;
+  out?: string;
+  batch: number;
+  metadataColumns?: string[];
+  deadlineMs?: number;
+  groupBy?: string;
+  onUnavailable?: OnUnavailable;
+  failOnAbstain?: boolean;
+};
 
 type PushOptions = ApiOptions & { key?: string[]; language?: Language; description?: string; samples?: string; dryRun?: boolean };
 
@@ -366,50 +383,72 @@ export function clientProgram(): Command {
     .addOption(metadataColumnsOption())
     .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")
     .option("--batch <n>", "threads per request", wholeNumber, 256)
-    .action(
-      async (
-        { key, version }: Ref,
-        opts: ApiOptions & { thread?: string; threads?: string; out?: string; batch: number; metadataColumns?: string[] },
-        command: Command,
-      ) => {
-        if (!opts.thread === !opts.threads) command.error("error: pass exactly one of --thread <json> or --threads <jsonl>");
-        if (opts.thread) {
-          const thread = (await readThreadOption(opts.thread)) as WireThread;
-          return run(opts, async () => {
-            const res = await client(opts)
-              .graders.grade({ graderKey: key, thread, version })
-              .catch(async (error) => {
-                if (!(error instanceof GraderRuntimeError) || error.line === undefined || opts.json) throw error;
-                // the caret goes under the source of the version that graded it
-                const graded = typeof error.body.version === "number" ? error.body.version : version;
-                const graders = client(opts).graders;
-                const source = await (graded === undefined
-                  ? graders.get({ graderKey: key }).then((g) => g.source)
-                  : graders.versions.get({ graderKey: key, version: graded }).then((v) => v.source)
-                ).catch(() => undefined);
-                return fail(error, opts, source);
-              });
-            return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
-          });
+    .option(
+      "--deadline-ms <n>",
+      "with --threads: each request answers within n ms, the threads it did not finish abstained with DEADLINE_EXCEEDED",
+      deadlineMs,
+    )
+    .option(
+      "--group-by <field>",
+      "with --threads: the metadata field that groups threads (e.g. prompt_id) for a group grader; a group's lines must be next to each other",
+    )
+    .addOption(
+      new Option(
+        "--on-unavailable <mode>",
+        "judge and endpoint graders: a model or endpoint that does not answer is an error (default) or an abstention",
+      ).choices(["error", "abstain"]),
+    )
+    .option("--fail-on-abstain", "with --threads: exit 1 when any line abstained (by default only errors fail the run)")
+    .action(async ({ key, version }: Ref, opts: GradeOptions, command: Command) => {
+      if (!opts.thread === !opts.threads) command.error("error: pass exactly one of --thread <json> or --threads <jsonl>");
+      if (opts.thread) {
+        for (const [given, flag] of [
+          [opts.deadlineMs, "--deadline-ms"],
+          [opts.groupBy, "--group-by"],
+          [opts.failOnAbstain, "--fail-on-abstain"],
+        ] as const) {
+          if (given !== undefined) command.error(`error: ${flag} is for --threads (one thread is a score, an error or an abstention)`);
         }
+        const thread = (await readThreadOption(opts.thread)) as WireThread;
         return run(opts, async () => {
-          const graders = client(opts).graders;
-          const summary = await gradeFile(async (threads) => (await graders.gradeBatch({ graderKey: key, threads, version })).results, {
+          const res = await client(opts)
+            .graders.grade({ graderKey: key, thread, version, onUnavailable: opts.onUnavailable })
+            .catch(async (error) => {
+              if (!(error instanceof GraderRuntimeError) || error.line === undefined || opts.json) throw error;
+              // the caret goes under the source of the version that graded it
+              const graded = typeof error.body.version === "number" ? error.body.version : version;
+              const graders = client(opts).graders;
+              const source = await (graded === undefined
+                ? graders.get({ graderKey: key }).then((g) => g.source)
+                : graders.versions.get({ graderKey: key, version: graded }).then((v) => v.source)
+              ).catch(() => undefined);
+              return fail(error, opts, source);
+            });
+          return opts.json ? printJson(res) : console.log(`${res.score}${res.reason ? `  (${res.reason})` : ""}`);
+        });
+      }
+      return run(opts, async () => {
+        const graders = client(opts).graders;
+        const { deadlineMs, groupBy, onUnavailable } = opts;
+        const summary = await gradeFile(
+          async (threads) => (await graders.gradeBatch({ graderKey: key, threads, version, deadlineMs, groupBy, onUnavailable })).results,
+          {
             threads: opts.threads as string,
             out: opts.out,
             batch: opts.batch,
             quiet: !!opts.json,
             metadataColumns: opts.metadataColumns,
-          });
-          // stdout carries the results when there is no --out, and under --json always (so it is
-          // JSONL, or empty): the summary goes to stderr then
-          if (opts.json) console.error(JSON.stringify({ summary }));
-          else if (opts.out) console.log(summaryLine(summary));
-          else console.error(summaryLine(summary));
-          if (summary.scored < summary.count) process.exitCode = EXIT_FAILED;
-        });
-      },
-    );
+            groupBy,
+          },
+        );
+        // stdout carries the results when there is no --out, and under --json always (so it is
+        // JSONL, or empty): the summary goes to stderr then
+        if (opts.json) console.error(JSON.stringify({ summary }));
+        else if (opts.out) console.log(summaryText(summary));
+        else console.error(summaryText(summary));
+        if (failed(summary, !!opts.failOnAbstain)) process.exitCode = EXIT_FAILED;
+      });
+    });
 
   addJudgeCommands(program);
   addEndpointCommands(program);

@@ -104,7 +104,8 @@ export type PartProvenance = Wire.PartProvenance;
 export type Abstention = Wire.Abstention;
 /** A batch's counts by outcome and distribution of scores (sdk/summary.ts computes it). */
 export type BatchSummary = Wire.BatchSummary;
-export type GroupSummary = Wire.GroupSummary;
+/** A batch summary's statistics over its groups (named apart from graders.ts's GroupSummary, one group's statistics for gradeGroup). */
+export type BatchGroupSummary = Wire.GroupSummary;
 export type Histogram = Wire.Histogram;
 /**
  * What a grade-batch request may say besides its threads (the SDK's GradeBatchParams take each):

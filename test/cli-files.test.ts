@@ -266,8 +266,8 @@ test("grade --threads reads OpenAI chat lines and TRL lines (standard and conver
   assert.equal(openai.code, 0, openai.stderr);
   assert.match(openai.stderr, /^reading OpenAI chat lines\n/);
   assert.deepEqual(jsonl(openai.stdout), [
-    { line: 1, score: 1, metadata: { turns: 3, meta: { id: 7, split: "a" } } },
-    { line: 2, score: 0, metadata: { turns: 2, meta: {} } },
+    { line: 1, outcome: "scored", score: 1, metadata: { turns: 3, meta: { id: 7, split: "a" } } },
+    { line: 2, outcome: "scored", score: 0, metadata: { turns: 2, meta: {} } },
   ]);
 
   write(
@@ -280,8 +280,8 @@ test("grade --threads reads OpenAI chat lines and TRL lines (standard and conver
   const trl = await gradebox("grade", "echo", "--threads", "trl.jsonl", "--metadata-columns", "label");
   assert.match(trl.stderr, /^reading TRL standard lines\n/);
   assert.deepEqual(jsonl(trl.stdout), [
-    { line: 1, score: 1, metadata: { turns: 2, meta: { label: true } } },
-    { line: 2, score: 0, metadata: { turns: 2, meta: { label: false } } },
+    { line: 1, outcome: "scored", score: 1, metadata: { turns: 2, meta: { label: true } } },
+    { line: 2, outcome: "scored", score: 0, metadata: { turns: 2, meta: { label: false } } },
   ]);
 
   write(
@@ -307,8 +307,8 @@ test("grade --threads reads OpenAI chat lines and TRL lines (standard and conver
     /line 3: no "turns", "messages" or "prompt" and "completion": a line must be a Gradebox thread \{"turns".*an OpenAI chat line \{"messages".*or a TRL line \{"prompt", "completion", …\}/,
   );
   const results = jsonl(conv.stdout);
-  assert.deepEqual(results[0], { line: 1, score: 1, metadata: { turns: 3, meta: { id: "x" } } });
-  assert.deepEqual(results[1], { line: 2, score: 1, metadata: { turns: 1, meta: {} } });
+  assert.deepEqual(results[0], { line: 1, outcome: "scored", score: 1, metadata: { turns: 3, meta: { id: "x" } } });
+  assert.deepEqual(results[1], { line: 2, outcome: "scored", score: 1, metadata: { turns: 1, meta: {} } });
   assert.equal(results[2].error.code, "BAD_LINE");
 });
 
@@ -324,10 +324,10 @@ test(`test --threads streams any number of lines past the server's batch limit (
   assert.match(tested.stdout, /^ {2}line 1: 0$/m);
   assert.match(tested.stdout, new RegExp(`^ {2}line ${count}: 0$`, "m"));
   assert.match(tested.stderr, /reading TRL standard lines/);
-  assert.match(tested.stderr, new RegExp(`graded ${count}: ${count} scored \\(mean 0\\.4`));
+  assert.match(tested.stderr, new RegExp(`graded ${count}: ${count} scored, 0 errors, 0 abstained\\n {2}mean 0\\.4`));
   const json = await gradebox("test", "four.ts", "--threads", "many.jsonl", "--json");
   assert.equal(jsonl(json.stdout).length, count);
-  assert.deepEqual(jsonl(json.stdout)[1], { line: 2, score: 1 });
+  assert.deepEqual(jsonl(json.stdout)[1], { line: 2, outcome: "scored", score: 1 });
 });
 
 test("the CLI speaks CLI: --version, a locked grader's refusal names `gradebox unlock`, samples are numbered from 1", async () => {

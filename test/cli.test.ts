@@ -127,7 +127,9 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   // the bad lines fail the run: exit 1, after every other line was graded
   const { stdout, stderr, code } = await runFail("grade", "kw", "--threads", input, "--out", output, "--batch", "100");
   assert.equal(code, 1);
-  assert.match(stdout, /graded 1502: 1500 scored \(mean 0\.5000, min 0, max 1\); errors BAD_LINE 2/);
+  // the summary: counts by outcome, mean ± sem (√(0.25·1500/1499)/√1500), min, max, median, and a histogram
+  assert.match(stdout, /graded 1502: 1500 scored, 2 errors, 0 abstained\n {2}mean 0\.5000 ± 0\.0129 \(sem\), min 0, max 1, p50 0\.5\n {2}errors: BAD_LINE 2\n/);
+  assert.match(stdout, /scores:\n {2}\[0, 0\.1\) +█{40} 750\n {2}\[0\.1, 0\.2\) +0\n[\s\S]*\n {2}\[0\.9, 1\] +█{40} 750$/m);
   assert.match(stderr, /line 101: not JSON/);
   assert.match(stderr, /line 201: turns\[0\]\.role must be one of/);
   assert.match(stderr, /1502\/1502 100%/, "progress reaches the end (plain lines when stderr is not a terminal)");
@@ -138,11 +140,11 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   assert.equal(results.length, 1502);
   assert.deepEqual(
     results.find((r) => r.line === 1),
-    { line: 1, score: 0 },
+    { line: 1, outcome: "scored", score: 0 },
   );
   assert.deepEqual(
     results.find((r) => r.line === 2),
-    { line: 2, score: 1 },
+    { line: 2, outcome: "scored", score: 1 },
   );
   assert.equal(results.find((r) => r.line === 101).error.code, "BAD_LINE");
   assert.deepEqual(
@@ -154,8 +156,20 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   const json = await runFail("grade", "kw", "--threads", input, "--out", output, "--json");
   assert.equal(json.code, 1);
   assert.equal(json.stdout, "");
-  const summary = JSON.parse(json.stderr).summary;
-  assert.deepEqual(summary, { count: 1502, scored: 1500, mean: 0.5, min: 0, max: 1, errors: { BAD_LINE: 2 } });
+  const { sem, ...summary } = JSON.parse(json.stderr).summary;
+  assert.ok(Math.abs(sem - Math.sqrt((0.25 * 1500) / 1499 / 1500)) < 1e-12);
+  assert.deepEqual(summary, {
+    count: 1502,
+    outcomes: { scored: 1500, error: 2, abstained: 0 },
+    mean: 0.5,
+    std: 0.5,
+    min: 0,
+    max: 1,
+    quantiles: { p5: 0, p25: 0, p50: 0.5, p75: 1, p95: 1 },
+    histogram: { edges: [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1], counts: [750, 0, 0, 0, 0, 0, 0, 0, 0, 750] },
+    errors: { BAD_LINE: 2 },
+    abstentions: {},
+  });
 });
 
 test("grade --threads: exit 1 when a line fails (a bad line or a grade error), 0 when all scored; results in the input's order; --json keeps stdout JSONL", async () => {
@@ -173,8 +187,8 @@ test("grade --threads: exit 1 when a line fails (a bad line or a grade error), 0
       .split("\n")
       .map((l) => JSON.parse(l)),
     [
-      { line: 1, score: 1 },
-      { line: 2, score: 1 },
+      { line: 1, outcome: "scored", score: 1 },
+      { line: 2, outcome: "scored", score: 1 },
     ],
   );
   assert.match(ok.stderr, /graded 2: 2 scored/);
@@ -190,7 +204,7 @@ test("grade --threads: exit 1 when a line fails (a bad line or a grade error), 0
       .map((l) => JSON.parse(l).error?.code ?? "scored"),
     ["scored", "GRADER_ERROR", "scored"],
   );
-  assert.match(thrown.stderr, /graded 3: 2 scored .*; errors GRADER_ERROR 1/);
+  assert.match(thrown.stderr, /graded 3: 2 scored, 1 error, 0 abstained\n[\s\S]*errors: GRADER_ERROR 1/);
 
   // a bad line waits for the lines before it: results come out in the input's order
   writeFileSync(input, `${line()}\n{broken\n${line()}\n\n${line()}\n`);
@@ -210,7 +224,21 @@ test("grade --threads: exit 1 when a line fails (a bad line or a grade error), 0
     ],
     "stdout holds the results only, one JSON per line, in order",
   );
-  assert.deepEqual(JSON.parse(json.stderr), { summary: { count: 4, scored: 3, mean: 1, min: 1, max: 1, errors: { BAD_LINE: 1 } } });
+  assert.deepEqual(JSON.parse(json.stderr), {
+    summary: {
+      count: 4,
+      outcomes: { scored: 3, error: 1, abstained: 0 },
+      mean: 1,
+      std: 0,
+      sem: 0,
+      min: 1,
+      max: 1,
+      quantiles: { p5: 1, p25: 1, p50: 1, p75: 1, p95: 1 },
+      histogram: { edges: [1, 1], counts: [3] },
+      errors: { BAD_LINE: 1 },
+      abstentions: {},
+    },
+  });
   await run("rm", "boom");
 });
 
