@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import type { GradeResult, Provenance as WireProvenance } from "../sdk/wire.ts";
+import { AppError } from "./errors.ts";
 import { DEFAULT_BINARY_TEMPLATE } from "./judges/kinds.ts";
 import type { GraderRow, ResolvedPart } from "./store/graders.ts";
 
@@ -43,4 +44,18 @@ export function provenanceOf(
     ...(endpoint ? { endpointVersion: endpoint.info.version } : {}),
     ...(row.parts ? { parts: row.parts.map((p) => provenanceOf({ ...p, key: p.graderKey }, p) as Omit<Provenance, "parts">) } : {}),
   };
+}
+
+/** how the sandbox words a group-only grader (gradeGroup / grade_group, no grade) graded without groups */
+const GROUP_ONLY = /^this grader grades groups only/;
+
+/**
+ * A group-only grader asked for single threads fails every one of them the same way: the
+ * request is refused as a whole (400 GROUP_REQUIRED), not answered thread by thread.
+ */
+export function refuseGroupOnly(outcomes: readonly GradeOutcome[]): void {
+  const first = outcomes[0];
+  if (first === undefined || !("error" in first) || !GROUP_ONLY.test(first.error.message)) return;
+  if (!outcomes.every((o) => "error" in o && GROUP_ONLY.test(o.error.message))) return;
+  throw new AppError("GROUP_REQUIRED", first.error.message);
 }

@@ -215,6 +215,49 @@ describe("deadlines", () => {
   });
 });
 
+describe("graders that abstain and graders of groups, end to end", () => {
+  const RANKER = `import { rankInGroup } from "gradebox/graders";
+export async function gradeGroup(threads) {
+  return rankInGroup(threads.map((t) => Number(t.completion())));
+}`;
+
+  test("a grader returning null abstains; the summary counts it apart from scores and errors", async () => {
+    await create("", { key: "picky", source: "async function grade(t) { return t.metadata.skip ? null : 1 }" });
+    const res = await call(s.app, "POST", `${P}/picky/grade-batch`, {
+      threads: [thread("a"), thread("b", { skip: true })],
+      summary: true,
+    });
+    assert.deepEqual(res.body.results[1], {
+      outcome: "abstained",
+      abstained: { code: "GRADER_ABSTAINED", reason: res.body.results[1].abstained.reason },
+    });
+    assert.deepEqual(res.body.summary.outcomes, { scored: 1, error: 0, abstained: 1 });
+    const one = await call(s.app, "POST", `${P}/picky/grade`, { thread: thread("b", { skip: true }) });
+    assert.deepEqual([one.status, one.body.code, one.body.abstained.code], [422, "ABSTAINED", "GRADER_ABSTAINED"]);
+  });
+
+  test("a group grader ranks the completions of each group of 8; without groups it is refused with 400 GROUP_REQUIRED", async () => {
+    await create("", { key: "ranker", source: RANKER });
+    // 4 prompts × 8 completions, interleaved as a trainer's batch may be
+    const threads = Array.from({ length: 32 }, (_, i) => thread(String((i * 7) % 13), { prompt_id: `p${i % 4}` }));
+    const res = await call(s.app, "POST", `${P}/ranker/grade-batch`, { threads, groupBy: "prompt_id" });
+    assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 400));
+    for (let p = 0; p < 4; p++) {
+      const members = threads.map((t, i) => ({ t, i })).filter(({ t }) => t.metadata.prompt_id === `p${p}`);
+      const values = members.map(({ t }) => Number(t.turns[1].content));
+      // a group's best completion gets 1, its worst 0
+      const best = members[values.indexOf(Math.max(...values))].i;
+      const worst = members[values.indexOf(Math.min(...values))].i;
+      assert.equal(res.body.results[best].score, 1, `group p${p}: best`);
+      assert.equal(res.body.results[worst].score, 0, `group p${p}: worst`);
+    }
+    const ungrouped = await call(s.app, "POST", `${P}/ranker/grade-batch`, { threads });
+    assert.deepEqual([ungrouped.status, ungrouped.body.code], [400, "GROUP_REQUIRED"]);
+    const one = await call(s.app, "POST", `${P}/ranker/grade`, { thread: threads[0] });
+    assert.deepEqual([one.status, one.body.code], [400, "GROUP_REQUIRED"]);
+  });
+});
+
 describe("groups", () => {
   test("groupBy reorders threads into groups for grading and puts the results back in the request's order", async () => {
     // interleaved groups: a, b, a, c, b, a, and threads without the field

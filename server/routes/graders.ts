@@ -11,7 +11,7 @@ import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import { groupsOf } from "../groups.ts";
 import { named } from "../openapi.ts";
-import { toResults } from "../results.ts";
+import { refuseGroupOnly, toResults } from "../results.ts";
 import {
   BatchSummary,
   CHECKING,
@@ -371,6 +371,7 @@ export async function graderRoutes(
         ...(req.body.onUnavailable ? { onUnavailable: req.body.onUnavailable } : {}),
         route: "grade",
       });
+      refuseGroupOnly(outcomes);
       const [outcome] = outcomes;
       if ("error" in outcome) {
         const { code, message, line, column } = outcome.error;
@@ -454,6 +455,7 @@ export async function graderRoutes(
         ...(grouping ? { grouping } : {}),
         ...(onUnavailable ? { onUnavailable } : {}),
       });
+      if (!grouping) refuseGroupOnly(outcomes);
       const late =
         deadlineAt === undefined ? 0 : outcomes.filter((o) => "abstained" in o && o.abstained.code === "DEADLINE_EXCEEDED").length;
       const components = componentsOf(outcomes);

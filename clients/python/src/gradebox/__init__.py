@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import graders
+from .graders import Abstain as Abstain
 from ._version import __version__
 from .client import Gradebox, Graders, OnUnavailable, Secrets
 from .errors import (
