@@ -71,6 +71,7 @@ from .types import (
 )
 
 __all__ = [
+    "Abstain",
     "ABSTAIN_CODES",
     "GRADE_ERROR_CODES",
     "APIConnectionError",
