@@ -128,7 +128,10 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   const { stdout, stderr, code } = await runFail("grade", "kw", "--threads", input, "--out", output, "--batch", "100");
   assert.equal(code, 1);
   // the summary: counts by outcome, mean ± sem (√(0.25·1500/1499)/√1500), min, max, median, and a histogram
-  assert.match(stdout, /graded 1502: 1500 scored, 2 errors, 0 abstained\n {2}mean 0\.5000 ± 0\.0129 \(sem\), min 0, max 1, p50 0\.5\n {2}errors: BAD_LINE 2\n/);
+  assert.match(
+    stdout,
+    /graded 1502: 1500 scored, 2 errors, 0 abstained\n {2}mean 0\.5000 ± 0\.0129 \(sem\), min 0, max 1, p50 0\.5\n {2}errors: BAD_LINE 2\n/,
+  );
   assert.match(stdout, /scores:\n {2}\[0, 0\.1\) +█{40} 750\n {2}\[0\.1, 0\.2\) +0\n[\s\S]*\n {2}\[0\.9, 1\] +█{40} 750$/m);
   assert.match(stderr, /line 101: not JSON/);
   assert.match(stderr, /line 201: turns\[0\]\.role must be one of/);
