@@ -11,6 +11,7 @@ import { Gradebox } from "../sdk/index.ts";
 import { StringThread, type WireThread } from "../sdk/thread.ts";
 import { spawnServer } from "../test/support/helpers.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
+import { deadlineExtra } from "./deadlines.ts";
 import { endpointRows } from "./endpoints.ts";
 import { bareFastify, ipcRoundTrip, nativeScaling } from "./floors.ts";
 import { judgeRows } from "./judges.ts";
@@ -319,6 +320,10 @@ const python = await pythonRows({ log, threads });
 rows.push(...python.rows);
 Object.assign(extra, python.extra);
 log("python rows done");
+
+// (dl) batch deadlines (issue 25): 1,000 threads, 5 that hang, a 1.5 s deadline
+Object.assign(extra, await deadlineExtra({ log }));
+log("deadline rows done");
 
 // the table
 const fmt = (n?: number, d = 0) =>
