@@ -86,7 +86,8 @@ export class SandboxPool extends EventEmitter implements Sandbox {
     const size = Math.ceil(threads.length / parts);
     const pending: Array<Promise<GradeOutcome[]>> = [];
     if (groups === undefined) {
-      for (let i = 0; i < threads.length; i += size) pending.push(this.gradePart(grader, threads.slice(i, i + size), undefined, deadlineAt));
+      for (let i = 0; i < threads.length; i += size)
+        pending.push(this.gradePart(grader, threads.slice(i, i + size), undefined, deadlineAt));
     } else {
       // whole groups per part, each part closed once it holds at least its share of threads
       let start = 0;
@@ -103,7 +104,12 @@ export class SandboxPool extends EventEmitter implements Sandbox {
     return (await Promise.all(pending)).flat();
   }
 
-  private gradePart(grader: GraderCode, threads: readonly WireThread[], groups?: readonly number[], deadlineAt?: number): Promise<GradeOutcome[]> {
+  private gradePart(
+    grader: GraderCode,
+    threads: readonly WireThread[],
+    groups?: readonly number[],
+    deadlineAt?: number,
+  ): Promise<GradeOutcome[]> {
     return this.scheduler.grade(grader, packBatch(threads, groups), deadlineAt);
   }
 
