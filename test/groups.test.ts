@@ -201,6 +201,22 @@ describe("group graders", () => {
     assert.deepEqual(codes(byGroup[11]), [1, 1, 1, 1]);
   });
 
+  test("a group that takes its worker down fails as a whole; the groups around it are graded", async () => {
+    const grader = await compile(`
+      export async function gradeGroup(threads: StringThread[]) {
+        if (threads.some((t) => t.metadata.boom)) new Array(6e7).fill(0);
+        return threads.map(() => 1);
+      }`);
+    const threads = [0, 1, 2].flatMap((g) => Array.from({ length: 4 }, (_, i) => thread("x", g === 1 && i === 2 ? { boom: true } : {})));
+    const restarts = pool.restarts;
+    const outcomes = await pool.gradeBatch(grader, threads, { groups: [4, 4, 4] });
+    assert.deepEqual(scores(outcomes.slice(0, 4)), [1, 1, 1, 1]);
+    assert.deepEqual(scores(outcomes.slice(8)), [1, 1, 1, 1]);
+    for (const o of outcomes.slice(4, 8)) assert.ok("error" in o && o.error.code === "GRADER_MEMORY_LIMIT", JSON.stringify(o));
+    // the watchdog took the worker down under the group's call: the verdict named one thread, the culprit is its group
+    assert.ok(pool.restarts > restarts, "the group's worker was replaced");
+  });
+
   test("test_run grades a group-only grader's sample thread as a group of one", async () => {
     const result = await pool.validate("p", "export async function gradeGroup(threads) { return threads.length === 1 ? [1] : 'not one' }");
     assert.ok(result.ok, JSON.stringify(result));
