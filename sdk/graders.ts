@@ -455,7 +455,8 @@ export function relativeLength(texts: readonly unknown[], { unit = "chars" }: { 
   return lengths.map((len) => (mean === 0 ? 1 : Math.min(1, Math.max(0, 2 - len / mean))));
 }
 
-export interface GroupSummary {
+/** One group's statistics (groupSummary); the batch-level GroupSummary of grade-batch is the wire's. */
+export interface GroupStats {
   /** scores counted (null ones, abstentions, are left out) */
   k: number;
   /** the highest score; null when none was counted */
@@ -475,10 +476,10 @@ export interface GroupSummary {
 export function groupSummary(
   scores: readonly (number | null)[],
   { threshold, answers, normalizeText = true }: { threshold?: number; answers?: readonly unknown[]; normalizeText?: boolean } = {},
-): GroupSummary {
+): GroupStats {
   const counted = scores.flatMap((s, i) => (s === null || s === undefined ? [] : [finite(s, "groupSummary", i)]));
   const k = counted.length;
-  const summary: GroupSummary = {
+  const summary: GroupStats = {
     k,
     best: k === 0 ? null : Math.max(...counted),
     mean: k === 0 ? null : counted.reduce((a, b) => a + b, 0) / k,

@@ -219,7 +219,7 @@ async def grade(thread):
 
   test("validation runs the library's checks, the execution check and test_run", async () => {
     const ok = await pool.validate("p", EXACT, undefined, { language: "python" });
-    assert.deepEqual(ok, { ok: true, compiled: EXACT, warnings: [] });
+    assert.deepEqual(ok, { ok: true, compiled: EXACT, warnings: [], shape: "thread" });
     const syntax = await pool.validate("p", "async def grade(thread)\n    return 1\n", undefined, { language: "python" });
     assert.ok(!syntax.ok && syntax.failure.check === "syntax" && syntax.failure.line === 1, JSON.stringify(syntax));
     const load = await pool.validate("p", "import json\nraise ValueError('no')\nasync def grade(thread):\n    return 1\n", undefined, {
