@@ -38,7 +38,7 @@ test("the README quickstart runs verbatim against the server", async () => {
   const { stdout } = await run();
   assert.match(stdout, /^created exact-match warnings: \[\]$/m, "the first output is not a warning");
   assert.match(stdout, /^score 1$/m);
-  assert.match(stdout, /^batch \[\{"score":1\},\{"score":0\}\]$/m);
+  assert.match(stdout, /^batch \[\{"score":1,"outcome":"scored"\},\{"score":0,"outcome":"scored"\}\]$/m);
   assert.match(stdout, /^delete while locked: 409 GRADER_LOCKED/m);
   assert.match(stdout, /^deleted$/m);
   const second = await run();

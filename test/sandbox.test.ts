@@ -31,7 +31,7 @@ after(() => s.close());
 const healthy = async () => {
   const res = await call(s.app, "POST", `${base}/healthy/grade-batch`, { threads: [thread("yes"), thread("no")] });
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.deepEqual(res.body.results, [{ score: 1 }, { score: 0 }]);
+  assert.deepEqual(res.body.results, [{ outcome: "scored", score: 1 }, { outcome: "scored", score: 0 }]);
 };
 
 test("a heap bomb is stopped within 2× the limit + 1 s, grows its worker by at most 2× the isolate limit + 64 MB, and kills only that worker", async () => {
@@ -98,7 +98,7 @@ test("a worker killed from outside mid-batch: its slice is graded again on a fre
   workers.find((x) => x.role === "grade" && x.running)?.child.kill("SIGKILL");
   const res = await pending;
   assert.equal(res.status, 200);
-  assert.deepEqual(res.body.results, Array(8).fill({ score: 1 }));
+  assert.deepEqual(res.body.results, Array(8).fill({ outcome: "scored", score: 1 }));
   assert.equal(s.pool.restarts, restarts + 1);
   assert.equal((await call(s.app, "GET", `${base}/sleepy`)).body.recentFaults, 0, "an outside kill is nobody's fault");
   await healthy();
