@@ -31,7 +31,10 @@ after(() => s.close());
 const healthy = async () => {
   const res = await call(s.app, "POST", `${base}/healthy/grade-batch`, { threads: [thread("yes"), thread("no")] });
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.deepEqual(res.body.results, [{ outcome: "scored", score: 1 }, { outcome: "scored", score: 0 }]);
+  assert.deepEqual(res.body.results, [
+    { outcome: "scored", score: 1 },
+    { outcome: "scored", score: 0 },
+  ]);
 };
 
 test("a heap bomb is stopped within 2× the limit + 1 s, grows its worker by at most 2× the isolate limit + 64 MB, and kills only that worker", async () => {
