@@ -43,5 +43,8 @@ const response = await fetch(`${reward}/score`, {
   headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
   body: JSON.stringify({ ...thread("4", "4"), id: "q1" }),
 });
-console.log(`reward/score ${JSON.stringify(await response.json())}`);
+const scored = await response.json();
+// each reward names the grader, version and source digest that scored it, in its metadata
+const { grader, version } = scored.metadata.gradebox.provenance;
+console.log(`reward/score ${scored.reward} ${scored.id} (expected ${scored.metadata.expected}; by ${grader} v${version})`);
 server.kill();

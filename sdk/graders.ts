@@ -409,7 +409,12 @@ export function rankInGroup(scores: readonly (number | null)[]): (number | null)
 }
 
 /** The group's most common answer (compared after `normalize` unless normalizeText is false), or undefined on a tie or when none voted. */
-function majorityOf(answers: readonly unknown[], normalizeText: boolean): { keys: (string | undefined)[]; majority: string | undefined } {
+/** `tieFirst`: a tie goes to the answer seen first (majority@k's vote), else there is no majority (a reward's rule). */
+function majorityOf(
+  answers: readonly unknown[],
+  normalizeText: boolean,
+  tieFirst = false,
+): { keys: (string | undefined)[]; majority: string | undefined } {
   const keys = answers.map((a) => (a === null || a === undefined ? undefined : normalizeText ? normalize(a) : String(a)));
   const counts = new Map<string, number>();
   for (const k of keys) if (k !== undefined) counts.set(k, (counts.get(k) ?? 0) + 1);
@@ -425,7 +430,7 @@ function majorityOf(answers: readonly unknown[], normalizeText: boolean): { keys
       tied = true;
     }
   }
-  return { keys, majority: tied ? undefined : majority };
+  return { keys, majority: tied && !tieFirst ? undefined : majority };
 }
 
 /**
@@ -464,14 +469,15 @@ export interface GroupStats {
   mean: number | null;
   /** with a threshold: 1 when any of the k scores is at least threshold, else 0 */
   passAtK?: number;
-  /** with answers and a threshold: 1 when the majority answer's items all scored at least threshold; 0 on a tie (no majority) */
+  /** with answers and a threshold: 1 when the scored items' most common answer (a tie: the first seen) was given by an item scoring at least threshold */
   majorityAtK?: number;
 }
 
 /**
  * One group's statistics: best, mean, and (given a threshold) pass@k, and (given answers too)
  * majority@k, where k is the number of scored items. Answers are compared as majorityAgreement
- * compares them; null scores are left out of every figure.
+ * compares them, but a tie goes to the answer seen first (the batch summary's rule,
+ * sdk/summary.ts); null scores are left out of every figure.
  */
 export function groupSummary(
   scores: readonly (number | null)[],
@@ -490,9 +496,12 @@ export function groupSummary(
       if (answers.length !== scores.length) {
         throw new RangeError(`groupSummary: ${scores.length} scores but ${answers.length} answers`);
       }
-      const { keys, majority } = majorityOf(answers, normalizeText);
+      // the batch summary's rule (sdk/summary.ts): only scored items vote, a tie goes to the answer seen first, and
+      // the majority answer is right when an item giving it reached the threshold
+      const voting = answers.map((a, i) => (scores[i] === null || scores[i] === undefined ? undefined : a));
+      const { keys, majority } = majorityOf(voting, normalizeText, true);
       const voters = scores.filter((s, i) => majority !== undefined && keys[i] === majority && s !== null && s !== undefined);
-      summary.majorityAtK = voters.length > 0 && voters.every((s) => (s as number) >= threshold) ? 1 : 0;
+      summary.majorityAtK = voters.some((s) => (s as number) >= threshold) ? 1 : 0;
     }
   }
   return summary;

@@ -287,14 +287,17 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   "keys.list": { responses: { 200: { data: [ADMIN_KEY, API_KEY] } } },
   "keys.revoke": { responses: { 200: { ...API_KEY, revokedAt: LATER } } },
-  "reward.score": { request: REWARD_REQUEST, responses: { 200: { reward: 1, metadata: {}, id: "row-17" } } },
+  "reward.score": {
+    request: REWARD_REQUEST,
+    responses: { 200: { reward: 1, metadata: { gradebox: { provenance: PROVENANCE } }, id: "row-17" } },
+  },
   "reward.batchScore": {
     request: { requests: [REWARD_REQUEST, { ...REWARD_REQUEST, turns: WRONG.turns, id: "row-18" }] },
     responses: {
       200: {
         responses: [
-          { reward: 1, metadata: {}, id: "row-17" },
-          { reward: 0, metadata: {}, id: "row-18" },
+          { reward: 1, metadata: { gradebox: { provenance: PROVENANCE } }, id: "row-17" },
+          { reward: 0, metadata: { gradebox: { provenance: PROVENANCE } }, id: "row-18" },
         ],
       },
     },

@@ -335,6 +335,10 @@ describe("the group rewards of gradebox/graders", () => {
       majorityAtK: 0,
     });
     assert.equal(groupSummary([1, 0, 1], { threshold: 0.5, answers: ["4", "5", "4"] }).majorityAtK, 1);
+    // the batch summary's rule: a tie goes to the answer seen first, and an abstention does not vote
+    assert.equal(groupSummary([1, 0], { threshold: 0.5, answers: ["4", "5"] }).majorityAtK, 1);
+    assert.equal(groupSummary([0, 1], { threshold: 0.5, answers: ["5", "4"] }).majorityAtK, 0);
+    assert.equal(groupSummary([null, null, 1], { threshold: 0.5, answers: ["5", "5", "4"] }).majorityAtK, 1);
     assert.deepEqual(groupSummary([null], { threshold: 0.5 }), { k: 0, best: null, mean: null, passAtK: 0 });
   });
 });

@@ -119,7 +119,12 @@ describe("the Python reward client against a stored grader", () => {
       batch.out.responses.map((r) => r.id),
       ["a", 7, "c", undefined, "e"],
     );
-    for (const r of batch.out.responses) assert.deepEqual(r.metadata, {});
+    // each reward names the grader that scored it: its key, version and source digest
+    for (const r of batch.out.responses) {
+      const { provenance } = (r.metadata as { gradebox: { provenance: { grader: string; version: number; sourceSha256: string } } })
+        .gradebox;
+      assert.deepEqual([provenance.grader, provenance.version, provenance.sourceSha256.length], ["scorer", 1, 64]);
+    }
 
     for (const [i, request] of requests.entries()) {
       const one = await python<Reward>("scorer", "score", request);
@@ -193,6 +198,11 @@ describe("the protocol over plain HTTP", () => {
 
     const fine = await post("thrower", "batch_score", { requests: [{ turns: turns("x"), metadata: null }] });
     assert.equal(fine.status, 200);
-    assert.deepEqual(await fine.json(), { responses: [{ reward: 1, metadata: {} }] });
+    const answered = await fine.json();
+    assert.deepEqual(
+      answered.responses.map((r: { reward: number }) => r.reward),
+      [1],
+    );
+    assert.equal(answered.responses[0].metadata.gradebox.provenance.grader, "thrower");
   });
 });

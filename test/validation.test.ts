@@ -281,7 +281,10 @@ describe("validate endpoint", () => {
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.valid, true);
-    assert.deepEqual(res.body.results.slice(0, 2), [{ score: 1 }, { score: 0 }]);
+    assert.deepEqual(res.body.results.slice(0, 2), [
+      { outcome: "scored", score: 1 },
+      { outcome: "scored", score: 0 },
+    ]);
     assert.equal(res.body.results[2].error.code, "GRADER_ERROR");
     const list = await call(s.app, "GET", "/v1/projects/p/graders?limit=200");
     assert.ok(!list.body.data.some((g: { key: string }) => g.key === "validate"));

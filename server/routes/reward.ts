@@ -13,13 +13,16 @@ import { Id, RewardTurn } from "../endpoints/protocol.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { named } from "../openapi.ts";
+import type { Provenance } from "../results.ts";
 import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 
 const RewardOut = z
   .object({
     reward: z.number().describe("the grader's score"),
-    metadata: z.record(z.string(), z.unknown()).describe("what the grader returned besides the score"),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .describe("what the grader returned besides the score, and `gradebox.provenance`: which grader, version and source digest scored it"),
     id: Id,
   })
   .describe("one request's reward")
@@ -68,9 +71,10 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
 
   async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>, route: "grade" | "grade-batch") {
     const threads: WireThread[] = requests.map((r) => ({ turns: r.turns, metadata: r.metadata ?? {} }));
-    return (await grading.gradeByKey(project, key, threads, { route })).outcomes;
+    return grading.gradeByKey(project, key, threads, { route });
   }
-  const answer = (outcome: GradeOutcome, request: z.infer<typeof Request>, index?: number) => {
+  /** the protocol's answer has no room of its own for provenance: it travels in each reward's metadata, under `gradebox` */
+  const answer = (outcome: GradeOutcome, request: z.infer<typeof Request>, provenance: Provenance, index?: number) => {
     if ("error" in outcome) {
       const { code, message, line, column } = outcome.error;
       const where = index === undefined ? "" : `request ${index}: `;
@@ -87,7 +91,11 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         abstained: outcome.abstained,
       });
     }
-    return { reward: outcome.score, metadata: outcome.metadata ?? {}, ...(request.id === undefined ? {} : { id: request.id }) };
+    return {
+      reward: outcome.score,
+      metadata: { ...outcome.metadata, gradebox: { provenance } },
+      ...(request.id === undefined ? {} : { id: request.id }),
+    };
   };
 
   app.get(
@@ -153,8 +161,8 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       },
     },
     async (req) => {
-      const [outcome] = await grade(req.params.project, req.params.graderKey, [req.body], "grade");
-      return answer(outcome, req.body);
+      const { outcomes, provenance } = await grade(req.params.project, req.params.graderKey, [req.body], "grade");
+      return answer(outcomes[0], req.body, provenance);
     },
   );
 
@@ -186,8 +194,8 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
     },
     async (req) => {
       const { requests } = req.body;
-      const outcomes = await grade(req.params.project, req.params.graderKey, requests, "grade-batch");
-      return { responses: outcomes.map((o, i) => answer(o, requests[i], i)) };
+      const { outcomes, provenance } = await grade(req.params.project, req.params.graderKey, requests, "grade-batch");
+      return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
     },
   );
 }

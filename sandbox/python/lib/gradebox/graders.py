@@ -564,14 +564,15 @@ def rank_in_group(scores: Sequence[Optional[float]]) -> list[Optional[float]]:
     return out
 
 
-def _majority(answers: Sequence[Any], normalize_text: bool) -> tuple[list[Optional[str]], Optional[str]]:
-    """Each answer's comparison key, and the group's most common one (None on a tie or when none voted)."""
+def _majority(answers: Sequence[Any], normalize_text: bool, tie_first: bool = False) -> tuple[list[Optional[str]], Optional[str]]:
+    """Each answer's comparison key, and the group's most common one (None when none voted, and on
+    a tie unless tie_first: then the tied answer seen first)."""
     keys = [None if a is None else (normalize(a) if normalize_text else str(a)) for a in answers]
     counts = Counter(k for k in keys if k is not None)
     if not counts:
         return keys, None
     ranked = counts.most_common(2)
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+    if not tie_first and len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         return keys, None
     return keys, ranked[0][0]
 
@@ -607,8 +608,9 @@ def group_summary(
 ) -> dict[str, Any]:
     """One group's statistics: ``{"k", "best", "mean"}`` and, given a threshold, ``"pass_at_k"``
     (1.0 when any of the k scores is at least threshold), and given answers too,
-    ``"majority_at_k"`` (1.0 when the items giving the majority answer all scored at least
-    threshold; 0.0 on a tie, where there is no majority). k counts the scores that are not None
+    ``"majority_at_k"`` (1.0 when the most common answer among the scored items, a tie going to
+    the one seen first, was given by an item scoring at least threshold: the batch summary's
+    rule). k counts the scores that are not None
     (abstentions are left out of every figure); best and mean are None when k is 0."""
     counted = [_finite(s, "group_summary", i) for i, s in enumerate(scores) if s is not None]
     k = len(counted)
@@ -618,9 +620,12 @@ def group_summary(
         if answers is not None:
             if len(answers) != len(scores):
                 raise ValueError(f"group_summary: {len(scores)} scores but {len(answers)} answers")
-            keys, majority = _majority(answers, normalize_text)
+            # the batch summary's rule: only scored items vote, a tie goes to the answer seen first,
+            # and the majority answer is right when an item giving it reached the threshold
+            voting = [None if s is None else a for s, a in zip(scores, answers)]
+            keys, majority = _majority(voting, normalize_text, tie_first=True)
             voters = [s for s, key in zip(scores, keys) if majority is not None and key == majority and s is not None]
-            out["majority_at_k"] = 1.0 if voters and all(s >= threshold for s in voters) else 0.0
+            out["majority_at_k"] = 1.0 if any(s >= threshold for s in voters) else 0.0
     return out
 
 

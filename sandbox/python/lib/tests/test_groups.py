@@ -145,6 +145,10 @@ class GroupRewards(unittest.TestCase):
         self.assertEqual(s, {"k": 3, "best": 1.0, "mean": 1 / 3, "pass_at_k": 1.0, "majority_at_k": 0.0})
         s = group_summary([1.0, 0.0, 1.0], threshold=0.5, answers=["4", "5", "4"])
         self.assertEqual(s["majority_at_k"], 1.0)
+        # the batch summary's rule: a tie goes to the answer seen first, and an abstention does not vote
+        self.assertEqual(group_summary([1.0, 0.0], threshold=0.5, answers=["4", "5"])["majority_at_k"], 1.0)
+        self.assertEqual(group_summary([0.0, 1.0], threshold=0.5, answers=["5", "4"])["majority_at_k"], 0.0)
+        self.assertEqual(group_summary([None, None, 1.0], threshold=0.5, answers=["5", "5", "4"])["majority_at_k"], 1.0)
         self.assertEqual(group_summary([None], threshold=0.5), {"k": 0, "best": None, "mean": None, "pass_at_k": 0.0})
 
 
