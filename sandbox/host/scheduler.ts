@@ -93,9 +93,14 @@ export class Scheduler {
     });
   }
 
-  /** A task's deadline came: queued, it answers now; running, once its slice replies or LATE_REPLY_MS have passed. */
+  /**
+   * A task's deadline came: queued, it answers now; running, once its slice replies or
+   * LATE_REPLY_MS have passed. A retry of a unit set aside still running has nothing finished
+   * to bring: the task answers now.
+   */
   private due(task: GradeTask): void {
-    if (this.grading.remove(task) || !this.workers.workers.some((w) => w.running?.task === task)) expire(task);
+    const running = this.workers.workers.find((w) => w.running?.task === task)?.running;
+    if (this.grading.remove(task) || !running || running.from < task.next) expire(task);
     else task.timer = setTimeout(() => expire(task), LATE_REPLY_MS);
   }
 

@@ -211,6 +211,8 @@ export class Engine {
     /** items set aside by a call's cap (whole units): the pool retries them alone, after the rest */
     const deferred: number[] = [];
     const capping = options.setAside === true && deadlineAt !== undefined;
+    /** the unit a cap stopped while the call hardly had the CPU: run again once before it is set aside */
+    let stalledAt = -1;
     const bounds = this.hooks.bounds;
     /** an isolate was disposed for what it kept: does the process give the memory back? */
     const checkGiveBack = () => {
@@ -261,10 +263,12 @@ export class Engine {
       const alone = single || unitEnd === count;
       const asked = alone ? unitEnd - i : count - i;
       const rssBefore = bounds ? residentBytes() : 0;
-      const capAt = capping ? Date.now() + Math.max(CAP_FLOOR_MS, CAP_SHARE * ((deadlineAt as number) - Date.now())) : undefined;
+      const capMs = Math.max(CAP_FLOOR_MS, CAP_SHARE * ((deadlineAt ?? 0) - Date.now()));
+      const callStart = Date.now();
+      const capAt = capping ? callStart + capMs : undefined;
+      const cpuBefore = rt.isolate.cpuTime;
       this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
-        const cpuBefore = rt.isolate.cpuTime;
         const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt, capAt);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
@@ -310,6 +314,11 @@ export class Engine {
           if (!capStopped) {
             // the deadline's: the unit it was on, and the rest, abstain (the pool says so)
             stopped = true;
+          } else if (done.length < asked && stalledAt !== i && cpuMs(rt, cpuBefore) < (Date.now() - callStart) / 2) {
+            // the call had the CPU for less than half its time: the machine was busy, not
+            // necessarily the unit slow. It runs again once (a unit set aside waits behind any
+            // that hang till the deadline), then is set aside
+            stalledAt = i;
           } else if (done.length < asked) {
             // the cap's: the unit it was on waits for a retry of its own; the slice goes on
             const end = units.endOf(i);
@@ -472,6 +481,15 @@ export class Engine {
     this.pythonTemplate = undefined;
     this.templateBytes = 0;
     this.onFixed(0);
+  }
+}
+
+/** CPU ms the isolate spent since `before` (its cpuTime); 0 once it is disposed */
+function cpuMs(rt: Runtime, before: bigint): number {
+  try {
+    return Number(rt.isolate.cpuTime - before) / 1e6;
+  } catch {
+    return 0;
   }
 }
 
