@@ -23,12 +23,16 @@ export class FairQueue<T extends { project: string }> {
     return n;
   }
 
-  /** The first task, in round-robin order of projects, that `eligible` accepts; the project then goes to the back. */
-  take(eligible: (task: T, waiting: readonly string[]) => boolean): T | undefined {
+  /**
+   * The first task, in round-robin order of projects, that `eligible` accepts (within a project,
+   * one `first` also accepts if there is one); the project then goes to the back.
+   */
+  take(eligible: (task: T, waiting: readonly string[]) => boolean, first?: (task: T) => boolean): T | undefined {
     for (let r = 0; r < this.ring.length; r++) {
       const project = this.ring[r];
       const q = this.queues.get(project) as T[];
-      const at = q.findIndex((t) => eligible(t, this.ring));
+      let at = first ? q.findIndex((t) => first(t) && eligible(t, this.ring)) : -1;
+      if (at < 0) at = q.findIndex((t) => eligible(t, this.ring));
       if (at < 0) continue;
       const [task] = q.splice(at, 1);
       this.ring.splice(r, 1);

@@ -77,9 +77,9 @@ export class SandboxPool extends EventEmitter implements Sandbox {
     const { groups, deadlineAt } = options;
     if (groups !== undefined) checkGroups(groups, threads.length);
     const idle = this.workers.grading().filter((w) => !w.running).length - this.scheduler.queued;
-    // under a deadline every part of MIN_PART is queued, not one per idle worker: an item that
-    // hangs till the deadline then holds at most its own part unfinished while the workers take
-    // the rest (bench/deadlines.ts: 146–353 of 1,000 scored with 5 hanging, against 13–327)
+    // under a deadline every part of MIN_PART is queued, not one per idle worker: each part
+    // retries what its calls' caps set aside on its own, so an item that hangs till the
+    // deadline holds at most its own part's other retries back while the workers take the rest
     const most = Math.floor(threads.length / MIN_PART);
     const parts = !this.scheduler.trust.trusted(grader.id) ? 1 : deadlineAt !== undefined ? most : Math.min(idle, most);
     if (parts <= 1) return this.gradePart(grader, threads, groups, deadlineAt);

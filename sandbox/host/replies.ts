@@ -45,23 +45,50 @@ function isOutcome(o: unknown): o is GradeOutcome {
 }
 
 /**
- * A slice's outcomes: at least `least` (1; 0 for a slice its deadline stopped), at most the
- * `left` items the slice may cover, each well-formed, and (`ends`, with groups) ending where a
- * group does.
+ * A slice's outcomes: with the `aside` items it set aside, at least `least` (1; 0 for a slice
+ * its deadline stopped), at most the `left` items the slice may cover, each well-formed, and
+ * (`ends`, with groups) ending where a group does.
  */
 export function wellFormedSlice(
   outcomes: unknown,
   left: number,
   ends: (n: number) => boolean = () => true,
   least = 1,
+  aside = 0,
 ): outcomes is GradeOutcome[] {
-  return (
-    Array.isArray(outcomes) &&
-    outcomes.length >= least &&
-    outcomes.length <= left &&
-    (outcomes.length === 0 || ends(outcomes.length)) &&
-    outcomes.every(isOutcome)
-  );
+  if (!Array.isArray(outcomes)) return false;
+  const covered = outcomes.length + aside;
+  return covered >= least && covered <= left && (covered === 0 || ends(covered)) && outcomes.every(isOutcome);
+}
+
+/**
+ * The items a slice from `from` set aside (SliceResult.deferred) beside its `outcomes` (a
+ * count), checked: batch indexes, ascending, within the items the slice covered and the `left`
+ * it may cover, and whole units (`isStart`: where a unit starts). A copy; undefined when
+ * malformed.
+ */
+export function checkedAside(
+  deferred: unknown,
+  from: number,
+  left: number,
+  outcomes: number,
+  isStart: (i: number) => boolean,
+): number[] | undefined {
+  if (!Array.isArray(deferred) || deferred.length > left) return undefined;
+  const end = from + Math.min(left, outcomes + deferred.length);
+  const out: number[] = [];
+  for (const d of deferred) {
+    if (typeof d !== "number" || !Number.isInteger(d) || d < from || d >= end) return undefined;
+    const prev = out.at(-1);
+    if (prev !== undefined && d <= prev) return undefined;
+    // a run of items set aside starts where a unit does and ends where one does
+    if (!isStart(d) && prev !== d - 1) return undefined;
+    if (prev !== undefined && prev !== d - 1 && !isStart(prev + 1)) return undefined;
+    out.push(d);
+  }
+  const last = out.at(-1);
+  if (last !== undefined && !isStart(last + 1)) return undefined;
+  return out;
 }
 
 /** a line or column in a grader's source (1-based; a 64 KiB source has no more) */

@@ -11,7 +11,7 @@ import { type GraderCode, hardDeadline, type SliceOptions, type WorkerRequest } 
 import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 import { blame } from "./blame.ts";
 import { FairQueue, fairShare, type Occupancy } from "./fair-queue.ts";
-import { checkedValidation, failureMessage, wellFormedSlice, wellFormedStats } from "./replies.ts";
+import { checkedAside, checkedValidation, failureMessage, wellFormedSlice, wellFormedStats } from "./replies.ts";
 import { type PoolOptions, SandboxCrashError, SandboxUnavailableError } from "./sandbox.ts";
 import type { Supervisor, WorkerHandle } from "./supervisor.ts";
 import {
@@ -22,10 +22,12 @@ import {
   gradeTask,
   limitsAtEnd,
   type Running,
+  retrying,
   type StatsTask,
   skipCulprits,
   sliceEnd,
   type Task,
+  unfinished,
   VALIDATION_ID,
   type ValidateTask,
 } from "./tasks.ts";
@@ -91,9 +93,14 @@ export class Scheduler {
     });
   }
 
-  /** A task's deadline came: queued, it answers now; running, once its slice replies or LATE_REPLY_MS have passed. */
+  /**
+   * A task's deadline came: queued, it answers now; running, once its slice replies or
+   * LATE_REPLY_MS have passed. A retry of a unit set aside still running has nothing finished
+   * to bring: the task answers now.
+   */
   private due(task: GradeTask): void {
-    if (this.grading.remove(task) || !this.workers.workers.some((w) => w.running?.task === task)) expire(task);
+    const running = this.workers.workers.find((w) => w.running?.task === task)?.running;
+    if (this.grading.remove(task) || !running || running.from < task.next) expire(task);
     else task.timer = setTimeout(() => expire(task), LATE_REPLY_MS);
   }
 
@@ -129,7 +136,11 @@ export class Scheduler {
       const idle = this.workers.grading().filter((w) => !w.running);
       if (idle.length === 0) break;
       const now = this.occupancy();
-      const task = this.grading.take((t, waiting) => fairShare(t.project, this.trust.trusted(t.grader.id), waiting, now));
+      // a project's retries of units set aside (which may hang till their deadline) wait behind its first passes
+      const task = this.grading.take(
+        (t, waiting) => fairShare(t.project, this.trust.trusted(t.grader.id), waiting, now),
+        (t) => retrying(t) === undefined,
+      );
       if (!task) break;
       const worker =
         (task.lastWorker && idle.includes(task.lastWorker) ? task.lastWorker : undefined) ??
@@ -157,8 +168,10 @@ export class Scheduler {
     let single = false;
     let trusted = true;
     if (task.kind === "grade") {
-      from = task.next;
-      single = task.single;
+      // the first pass caps its calls under a deadline; what that set aside is then retried alone, uncapped
+      const retry = retrying(task);
+      from = retry ?? task.next;
+      single = retry !== undefined || task.single;
       trusted = this.trust.trusted(task.grader.id);
       const options: SliceOptions = {
         single,
@@ -166,6 +179,7 @@ export class Scheduler {
         limitsInARow: limitsAtEnd(task),
         end: sliceEnd(task, from),
         ...(task.deadlineAt === undefined ? {} : { deadlineAt: task.deadlineAt - REPLY_MARGIN_MS }),
+        ...(task.deadlineAt !== undefined && retry === undefined ? { setAside: true } : {}),
       };
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
       // one slice, then one call that may run to its hard deadline, plus loading the module (and
@@ -232,25 +246,49 @@ export class Scheduler {
 
   /**
    * A slice's outcomes (from item `from` on), checked before use: at least one (none may be
-   * finished when its deadline stopped it), at most the items left, each well-formed. Those of a
-   * task that answered at its deadline meanwhile still count towards trust and faults, and are
-   * dropped.
+   * finished when its deadline stopped it), at most the items left, each well-formed; under a
+   * deadline, on the first pass, the units it set aside beside them (whole units, within what
+   * it covered). A retry of a unit set aside answers that whole unit or, stopped, nothing.
+   * Those of a task that answered at its deadline meanwhile still count towards trust and
+   * faults, and are dropped.
    */
   private takeSlice(worker: WorkerHandle, task: GradeTask, from: number, reply: Extract<WorkerReply, { op: "grade" }>): void {
     const outcomes = reply.outcomes;
     const stopped = reply.deadline === true;
+    const retry = from < task.next;
+    const left = sliceEnd(task, from) - from;
+    const isStart = (i: number) => task.units.isStart(i);
+    const aside =
+      reply.deferred === undefined
+        ? []
+        : task.deadlineAt === undefined || retry || !Array.isArray(outcomes)
+          ? undefined
+          : checkedAside(reply.deferred, from, left, outcomes.length, isStart);
     if (
       (stopped && task.deadlineAt === undefined) ||
-      !wellFormedSlice(outcomes, sliceEnd(task, from) - from, (n) => task.units.isStart(from + n), stopped ? 0 : 1)
+      aside === undefined ||
+      (retry && task.aside[0] !== from) ||
+      !wellFormedSlice(outcomes, left, (n) => isStart(from + n), stopped ? 0 : 1, aside.length)
     ) {
       this.trust.note(task.grader.id, true);
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });
       this.workers.kill(worker);
       return;
     }
-    if (!task.done) {
-      for (const outcome of outcomes) task.outcomes.push(outcome);
-      task.next += outcomes.length;
+    if (!task.done && retry) {
+      for (let k = 0; k < outcomes.length; k++) task.outcomes[from + k] = outcomes[k];
+      if (outcomes.length > 0) task.aside.shift();
+      task.lastWorker = worker;
+    } else if (!task.done) {
+      // the items it covered, in order: its outcomes, and a placeholder for each item set aside
+      for (let k = from, o = 0, d = 0; k < from + outcomes.length + aside.length; k++) {
+        if (aside[d] === k) {
+          task.outcomes.push(unfinished());
+          if (isStart(k)) task.aside.push(k);
+          d++;
+        } else task.outcomes.push(outcomes[o++]);
+      }
+      task.next += outcomes.length + aside.length;
       task.lastWorker = worker;
     }
     const faulted = typeof reply.violation === "string" || outcomes.some((o) => "error" in o && FAULT_CODES.has(o.error.code));

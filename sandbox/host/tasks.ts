@@ -1,6 +1,8 @@
 // The work the pool hands its workers, and what becomes of a batch as its slices are graded or
 // lost. A grading task keeps every outcome so far and its next item; a slice lost with its
 // worker is graded again, except the item that took the worker down when that item is known.
+// Under a deadline, units a call's cap set aside wait in `aside` and are retried one per slice,
+// alone, once every other item has its outcome.
 
 import { type PackedBatch, type Units, unitsOf } from "../protocol/batch.ts";
 import type { ValidationResult, WorkerReply } from "../protocol/replies.ts";
@@ -15,6 +17,8 @@ export const MAX_CRASHES_PER_BATCH = 3;
 export const VALIDATION_ID = "validate:";
 /** what a thread the batch's deadline left unfinished is told */
 export const DEADLINE_REASON = "the batch's deadline came before this thread was graded";
+/** what a thread the deadline left unfinished gets; one set aside holds it until its retry */
+export const unfinished = (): GradeOutcome => ({ abstained: { code: "DEADLINE_EXCEEDED", reason: DEADLINE_REASON } });
 
 export type ItemError = { code: GradeErrorCode; message: string };
 
@@ -27,9 +31,15 @@ export interface GradeTask {
   count: number;
   /** the batch's units (its groups, or single threads): slices start and end at their bounds, and a culprit is a whole unit */
   units: Units;
+  /** by item; a unit in `aside` holds `unfinished()` until its retry */
   outcomes: GradeOutcome[];
-  /** the next item to grade: every item before it has its outcome */
+  /** the next item to grade: every item before it has its outcome, or is set aside */
   next: number;
+  /**
+   * units set aside by a call's cap under the deadline (their first items, ascending): retried
+   * one per slice, alone and uncapped, once `next` has reached the end
+   */
+  aside: number[];
   /** grade one unit per slice: a worker died under this batch and the unit that did it is unknown */
   single: boolean;
   /** items known to have taken a worker down, with the error each gets instead of another try */
@@ -96,6 +106,7 @@ export function gradeTask(
     units: unitsOf(batch),
     outcomes: [],
     next: 0,
+    aside: [],
     single: false,
     culprits: new Map(),
     crashes: 0,
@@ -111,8 +122,14 @@ export function gradeTask(
   return task;
 }
 
-/** Where a slice from `from` must stop: no item at or past a known culprit is graded again. */
+/** The unit a slice retries alone, once every other item has its outcome; undefined while the first pass goes on. */
+export function retrying(task: GradeTask): number | undefined {
+  return task.next >= task.count ? task.aside[0] : undefined;
+}
+
+/** Where a slice from `from` must stop: no item at or past a known culprit is graded again; a retry, at its unit's end. */
 export function sliceEnd(task: GradeTask, from: number): number {
+  if (from < task.next) return task.units.endOf(from);
   let end = task.count;
   for (const at of task.culprits.keys()) if (at >= from && at < end) end = at;
   return end;
@@ -122,33 +139,38 @@ const overLimit = (o: GradeOutcome) => "error" in o && (o.error.code === "GRADER
 
 /**
  * Units (groups, or threads) stopped by a limit at the end of what was graded so far (the
- * engine stops a batch after a few in a row).
+ * engine stops a batch after a few in a row). A unit set aside neither counts nor breaks the row.
  */
-export function limitsAtEnd(task: Pick<GradeTask, "outcomes" | "units">): number {
+export function limitsAtEnd(task: Pick<GradeTask, "outcomes" | "units"> & { aside?: readonly number[] }): number {
   const { outcomes, units } = task;
+  const aside = new Set(task.aside?.slice(-16));
   let n = 0;
-  for (let end = outcomes.length; end > 0 && n < 16; n++) {
+  for (let end = outcomes.length, looked = 0; end > 0 && n < 16 && looked < 64; looked++) {
     const start = units.startOf(end - 1);
-    for (let i = start; i < end; i++) if (!overLimit(outcomes[i])) return n;
+    if (!aside.has(start)) {
+      for (let i = start; i < end; i++) if (!overLimit(outcomes[i])) return n;
+      n++;
+    }
     end = start;
   }
   return n;
 }
 
-/** The deadline came: every item not yet graded abstains (a known culprit keeps its error); the task is done. */
+/** The deadline came: every item not yet graded abstains, set aside or not (a known culprit keeps its error); the task is done. */
 export function expire(task: GradeTask): void {
   if (task.done) return;
   while (task.next < task.count) {
     const error = task.culprits.get(task.next);
-    task.outcomes.push(error ? { error } : { abstained: { code: "DEADLINE_EXCEEDED", reason: DEADLINE_REASON } });
+    task.outcomes.push(error ? { error } : unfinished());
     task.next++;
   }
   task.resolve(task.outcomes);
 }
 
-/** Every item not yet graded gets this error (a known culprit keeps its own); the task is done. */
+/** Every item not yet graded gets this error (a known culprit keeps its own; one set aside too); the task is done. */
 export function finish(task: GradeTask, error: ItemError): void {
   if (task.done) return;
+  for (const start of task.aside) for (let k = start; k < task.units.endOf(start); k++) task.outcomes[k] = { error };
   while (task.next < task.count) {
     task.outcomes.push({ error: task.culprits.get(task.next) ?? error });
     task.next++;
@@ -156,13 +178,13 @@ export function finish(task: GradeTask, error: ItemError): void {
   task.resolve(task.outcomes);
 }
 
-/** Known culprits at the next item get their error; true when that leaves nothing to grade (the task is resolved). */
+/** Known culprits at the next item get their error; true when that leaves nothing to grade, set aside or not (the task is resolved). */
 export function skipCulprits(task: GradeTask): boolean {
   for (let error = task.culprits.get(task.next); error; error = task.culprits.get(task.next)) {
     task.outcomes.push({ error });
     task.next++;
   }
-  if (task.next < task.count) return false;
+  if (task.next < task.count || task.aside.length > 0) return false;
   task.resolve(task.outcomes);
   return true;
 }
@@ -177,6 +199,11 @@ export function skipCulprits(task: GradeTask): boolean {
 export function contain(task: GradeTask, loss: Loss, running: Running): boolean {
   const { code, message, verdict, blamed } = loss;
   task.crashes++;
+  if (running.from < task.next && task.aside[0] === running.from) {
+    // a unit set aside took the worker down on its retry, run alone: it is the culprit
+    for (let k = running.from; k < task.units.endOf(running.from); k++) task.outcomes[k] = { error: { code, message } };
+    task.aside.shift();
+  }
   // which item was running: the verdict names the call; a single-item slice names it too
   const from = verdict ? verdict.from : running.from;
   const count = verdict ? verdict.count : running.single ? 1 : -1;

@@ -28,6 +28,12 @@ export interface SliceResult {
    * (there may be none) were not finished; the call it cut short is nobody's fault
    */
   deadline?: true;
+  /**
+   * items set aside (SliceOptions.setAside): their indexes in the batch, ascending, whole units.
+   * The slice covered `outcomes.length + deferred.length` items from `from`; `outcomes` holds
+   * the others' in order. Made by the engine, outside the isolate: a record cannot say it.
+   */
+  deferred?: number[];
 }
 
 export type WorkerReply =

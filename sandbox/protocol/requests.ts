@@ -40,6 +40,13 @@ export interface SliceOptions {
    * to what is left of it. The slice then ends with `deadline` set (SliceResult).
    */
   deadlineAt?: number;
+  /**
+   * With `deadlineAt`: each call is also capped at a share of the time left (the engine's
+   * CAP_SHARE, at least CAP_FLOOR_MS), and a unit that call was on when the cap stopped it is
+   * set aside (SliceResult.deferred) while the slice goes on. The pool sends it on a batch's
+   * first pass, not on the retries of what was set aside.
+   */
+  setAside?: boolean;
 }
 
 export type WorkerRequest =
@@ -65,11 +72,16 @@ export const hardDeadline = (limitMs: number) => 2 * limitMs + 500;
 
 /**
  * A call's time limit before a deadline: its own (`limitMs`), or what is left of the deadline
- * when that is less (`cut`: a timeout then is the deadline's, not the grader's). At least 1 ms,
- * which isolated-vm needs to take a timeout at all.
+ * when that is less (`cut`: a timeout then is the deadline's, not the grader's), or what is left
+ * of the call's cap (`capAt`, a Date.now() before the deadline) when that is less still
+ * (`capped`: a timeout then sets the call's unit aside). At least 1 ms, which isolated-vm needs
+ * to take a timeout at all.
  */
-export function timeLeft(limitMs: number, deadlineAt: number | undefined): { ms: number; cut: boolean } {
-  if (deadlineAt === undefined) return { ms: limitMs, cut: false };
-  const left = Math.max(1, Math.floor(deadlineAt - Date.now()));
-  return left < limitMs ? { ms: left, cut: true } : { ms: limitMs, cut: false };
+export function timeLeft(limitMs: number, deadlineAt: number | undefined, capAt?: number): { ms: number; cut: boolean; capped: boolean } {
+  if (deadlineAt === undefined) return { ms: limitMs, cut: false, capped: false };
+  const now = Date.now();
+  const left = Math.max(1, Math.floor(deadlineAt - now));
+  const cap = capAt === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(capAt - now));
+  if (cap < left && cap < limitMs) return { ms: cap, cut: false, capped: true };
+  return left < limitMs ? { ms: left, cut: true, capped: false } : { ms: limitMs, cut: false, capped: false };
 }

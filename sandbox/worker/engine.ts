@@ -21,6 +21,7 @@ import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
 import {
   type CallWatch,
+  CapStop,
   DeadlineStop,
   type EngineHooks,
   GraderError,
@@ -35,6 +36,18 @@ const TEMPLATE_BOOT_PEAK = 512 * 1024 * 1024;
 
 /** After this many items in a row stopped by a limit (time or memory), the rest of a batch fails fast instead of costing a limit each. */
 export const MAX_TIMEOUTS_IN_A_ROW = 3;
+
+/**
+ * Under a deadline, on a batch's first pass (SliceOptions.setAside), a call may run for this
+ * share of the time left, and at least CAP_FLOOR_MS: a unit still running then is set aside, so
+ * one that hangs costs its worker this much instead of the rest of the deadline. Each hanging
+ * unit takes this share of what is left (five take about 1 − 0.95⁵ ≈ 23% of a deadline, on one
+ * worker); a slow but sound unit set aside is graded after the others, alone, with the whole
+ * time left. bench/deadlines.ts measured 1/10 and 1/20 (docs/benchmarks.md).
+ */
+export const CAP_SHARE = 1 / 20;
+/** isolated-vm's timer wakes 10–90 ms late on a loaded machine: a cap much below that is noise */
+export const CAP_FLOOR_MS = 25;
 
 const MOCK_BATCH = packBatch([MOCK_THREAD]);
 /** the sample thread as a group of one, for a grader that grades groups only */
@@ -150,6 +163,8 @@ export class Engine {
    * lands on the unit that caused it and every other unit still gets its own scores. A unit is a
    * group when the batch has groups (a group is graded, and fails, as one), else a thread. At the
    * slice's deadline it ends with what it finished (`deadline`): no culprit is looked for then.
+   * With `setAside`, a call its cap stops (CAP_SHARE of the time left) sets the unit it was on
+   * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
     const before = this.warm.get(grader.id);
@@ -193,6 +208,11 @@ export class Engine {
     /** the deadline came: the items from i on are not finished, and that is nobody's fault */
     let stopped = false;
     const deadlineAt = options.deadlineAt;
+    /** items set aside by a call's cap (whole units): the pool retries them alone, after the rest */
+    const deferred: number[] = [];
+    const capping = options.setAside === true && deadlineAt !== undefined;
+    /** the unit a cap stopped while the call hardly had the CPU: run again once before it is set aside */
+    let stalledAt = -1;
     const bounds = this.hooks.bounds;
     /** an isolate was disposed for what it kept: does the process give the memory back? */
     const checkGiveBack = () => {
@@ -214,7 +234,7 @@ export class Engine {
         stopped = true;
         break;
       }
-      if (outcomes.length > 0 && (options.single || Date.now() - started >= options.sliceMs || this.overgrown)) break;
+      if (i > from && (options.single || Date.now() - started >= options.sliceMs || this.overgrown)) break;
       if (inARow >= MAX_TIMEOUTS_IN_A_ROW) {
         const last = outcomes.at(-1);
         const code = last && "error" in last ? last.error.code : "GRADER_TIMEOUT";
@@ -243,10 +263,13 @@ export class Engine {
       const alone = single || unitEnd === count;
       const asked = alone ? unitEnd - i : count - i;
       const rssBefore = bounds ? residentBytes() : 0;
+      const capMs = Math.max(CAP_FLOOR_MS, CAP_SHARE * ((deadlineAt ?? 0) - Date.now()));
+      const callStart = Date.now();
+      const capAt = capping ? callStart + capMs : undefined;
+      const cpuBefore = rt.isolate.cpuTime;
       this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
-        const cpuBefore = rt.isolate.cpuTime;
-        const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt);
+        const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt, capAt);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
         loaded = rt;
         // a call ends where a unit does; only a thread whose promise never settles is left inside a group
@@ -280,17 +303,35 @@ export class Engine {
         if (bounds && rssAfter > bounds.recycleAt + this.templateBytes) this.overgrown = true;
         single = options.single;
       } catch (error) {
-        if (error instanceof DeadlineStop) {
-          // what the call finished before the deadline stands; the item it was on, and the rest, abstain (the pool says so)
-          const done = rt.salvage(asked);
-          if (done) for (const outcome of done.outcomes) push(outcome);
-          stopped = true;
+        const capStopped = error instanceof CapStop;
+        if (error instanceof DeadlineStop || capStopped) {
+          // what the call finished before it was stopped stands, in whole units (the prelude keeps
+          // a record per thread, and a thread grader's call may stop inside a group)
+          const done = rt.salvage(asked)?.outcomes ?? [];
+          let kept = done.length;
+          while (kept > 0 && !units.isStart(i + kept)) kept--;
+          for (let k = 0; k < kept; k++) push(done[k]);
+          if (!capStopped) {
+            // the deadline's: the unit it was on, and the rest, abstain (the pool says so)
+            stopped = true;
+          } else if (done.length < asked && stalledAt !== i && cpuMs(rt, cpuBefore) < (Date.now() - callStart) / 2) {
+            // the call had the CPU for less than half its time: the machine was busy, not
+            // necessarily the unit slow. It runs again once (a unit set aside waits behind any
+            // that hang till the deadline), then is set aside
+            stalledAt = i;
+          } else if (done.length < asked) {
+            // the cap's: the unit it was on waits for a retry of its own; the slice goes on
+            const end = units.endOf(i);
+            while (i < end) deferred.push(i++);
+          }
         }
         discard();
         loaded = undefined;
         checkGiveBack();
         if (stopped) {
           break;
+        } else if (capStopped) {
+          // set aside, or finished just as the cap came: nobody's fault, and no limit in a row
         } else if (error instanceof ReplyViolation) {
           violation = error.message;
           const message = `the sandbox could not read the grader's results (${error.message})`;
@@ -310,6 +351,7 @@ export class Engine {
       ...(violation === undefined ? {} : { violation }),
       ...(fault === undefined ? {} : { fault }),
       ...(stopped ? { deadline: true as const } : {}),
+      ...(deferred.length > 0 ? { deferred } : {}),
     };
   }
 
@@ -439,6 +481,15 @@ export class Engine {
     this.pythonTemplate = undefined;
     this.templateBytes = 0;
     this.onFixed(0);
+  }
+}
+
+/** CPU ms the isolate spent since `before` (its cpuTime); 0 once it is disposed */
+function cpuMs(rt: Runtime, before: bigint): number {
+  try {
+    return Number(rt.isolate.cpuTime - before) / 1e6;
+  } catch {
+    return 0;
   }
 }
 

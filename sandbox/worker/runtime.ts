@@ -59,6 +59,16 @@ export class DeadlineStop extends Error {
   }
 }
 
+/**
+ * A call stopped by its cap under a deadline (SliceOptions.setAside), before the grader's own
+ * limit and the deadline: its unit is set aside to be retried alone, and nobody is blamed.
+ */
+export class CapStop extends Error {
+  constructor() {
+    super("the call ran past its share of the time left before the batch's deadline");
+  }
+}
+
 /** How long a look at what a call cut short by its deadline finished may take: it reads a string the prelude built. */
 const SALVAGE_MS = 20;
 
@@ -213,18 +223,23 @@ export class Runtime {
     }
   }
 
-  /** Maps isolated-vm's failures to grader error codes; `cut`: its time limit was the deadline's, so a timeout is a DeadlineStop. */
-  guard<T>(fn: () => T, cut: () => boolean = () => false): T {
+  /**
+   * Maps isolated-vm's failures to grader error codes; `cut`: its time limit was the deadline's,
+   * so a timeout is a DeadlineStop; `capped`: it was the call's cap, so a timeout is a CapStop.
+   */
+  guard<T>(fn: () => T, cut: () => boolean = () => false, capped: () => boolean = () => false): T {
     try {
       return fn();
     } catch (error) {
-      if (error instanceof GraderError || error instanceof ReplyViolation || error instanceof DeadlineStop) throw error;
+      if (error instanceof GraderError || error instanceof ReplyViolation || error instanceof DeadlineStop || error instanceof CapStop)
+        throw error;
       if (this.isolate.isDisposed) {
         throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
       }
       // isolated-vm's own message; errors of grader code never reach here as objects
       if (error instanceof Error && error.message === "Script execution timed out.") {
         if (cut()) throw new DeadlineStop();
+        if (capped()) throw new CapStop();
         // near its heap limit V8 collects garbage again and again: time runs out on a memory hog
         if (this.heapNearlyFull()) throw new GraderError("GRADER_MEMORY_LIMIT", `exceeded the ${this.limits.memoryMb} MB memory limit`);
         throw new GraderError("GRADER_TIMEOUT", `exceeded the ${this.limits.timeoutMs} ms time limit`);
@@ -238,26 +253,30 @@ export class Runtime {
    * One crossing in, one out: grades from `from` on, until the prelude's time slice ends.
    * Without a batch, the isolate grades the one it loaded last. Before `deadlineAt` (a
    * Date.now()), each crossing's time limit is cut to what is left of it; a crossing stopped by
-   * that cut throws DeadlineStop (see salvage).
+   * that cut throws DeadlineStop (see salvage). With `capAt` (a Date.now() before the deadline)
+   * it is cut to that, and a crossing stopped there throws CapStop; the prelude's own time slice
+   * is then half of the cap, so the call usually returns on its own first and the unit a cap
+   * stops has run for at least half of it.
    */
-  call(batch: PackedBatch | undefined, from: number, maxItems: number, deadlineAt?: number): DecodedReply {
-    let left = timeLeft(this.limits.timeoutMs, deadlineAt);
+  call(batch: PackedBatch | undefined, from: number, maxItems: number, deadlineAt?: number, capAt?: number): DecodedReply {
+    let left = timeLeft(this.limits.timeoutMs, deadlineAt, capAt);
     return this.guard(
       () => {
-        const sliceMs = maxItems === 1 ? 0 : this.limits.timeoutMs / 2;
+        const sliceMs = maxItems === 1 ? 0 : left.capped ? Math.min(this.limits.timeoutMs, left.ms) / 2 : this.limits.timeoutMs / 2;
         const args = [batch?.head ?? "", batch?.text ?? "", from, maxItems, sliceMs];
         this.fns.run.applySync(undefined, args, { timeout: left.ms });
-        left = timeLeft(this.limits.timeoutMs, deadlineAt);
+        left = timeLeft(this.limits.timeoutMs, deadlineAt, capAt);
         const reply = this.fns.collect.applySync(undefined, [], { timeout: left.ms });
         if (++this.calls % MEASURE_EVERY === 1) this.measure();
         return this.locate(decodeReply(reply, maxItems));
       },
       () => left.cut,
+      () => left.capped,
     );
   }
 
   /**
-   * After a call the deadline cut short: the items it finished before that (the prelude keeps
+   * After a call the deadline or its cap cut short: the items it finished before that (the prelude keeps
    * their records as it goes), read as strictly as any reply; undefined when there is nothing
    * to read. The isolate is to be disposed after this: grader code was stopped mid-item.
    */
