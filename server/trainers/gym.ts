@@ -215,7 +215,11 @@ export function aggregateMetrics(verifyResponses: Json[]) {
   const results = verifyResponses.map(outcomeishOf);
   const tasks = verifyResponses.map((vr) => (typeof vr[TASK_INDEX] === "number" ? (vr[TASK_INDEX] as number) : 0));
   const byTask = new Map<number, number[]>();
-  tasks.forEach((t, i) => byTask.set(t, [...(byTask.get(t) ?? []), i]));
+  tasks.forEach((t, i) => {
+    const members = byTask.get(t);
+    if (members) members.push(i);
+    else byTask.set(t, [i]);
+  });
   const group_level_metrics = [...byTask.keys()]
     .sort((a, b) => a - b)
     .map((task) => ({ [TASK_INDEX]: task, ...rewardStats((byTask.get(task) ?? []).map((i) => results[i] as Outcomeish)) }));
@@ -229,7 +233,10 @@ export function aggregateMetrics(verifyResponses: Json[]) {
   verifyResponses.forEach((vr, i) => {
     if (results[i]?.outcome !== "scored" || !isObject(vr.reward_components)) return;
     for (const [name, value] of Object.entries(vr.reward_components)) {
-      if (typeof value === "number" && Number.isFinite(value)) components.set(name, [...(components.get(name) ?? []), value]);
+      if (typeof value !== "number" || !Number.isFinite(value)) continue;
+      const values = components.get(name);
+      if (values) values.push(value);
+      else components.set(name, [value]);
     }
   });
   for (const [name, values] of components) {
