@@ -12,8 +12,10 @@ import type {
   CreateBinaryJudgeParams,
   CreateCombinedParams,
   CreatedApiKey,
+  CreatedGradeToken,
   CreateExternalEndpointParams,
   CreateFunctionParams,
+  CreateGradeTokenParams,
   CreateModelParams,
   CreatePrebuiltJudgeParams,
   CreateRubricJudgeParams,
@@ -27,6 +29,7 @@ import type {
   GraderVersion,
   GraderVersionWithSource,
   GraderWithSource,
+  GradeToken,
   JudgePrompt,
   Limits,
   Model,
@@ -137,6 +140,7 @@ export class Gradebox {
   readonly models: Models;
   readonly secrets: Secrets;
   readonly keys: Keys;
+  readonly tokens: GradeTokens;
   private readonly apiKey: string | undefined;
   private readonly transport: Transport;
   /** @internal per attempt, in ms, unless a request says otherwise */
@@ -154,6 +158,7 @@ export class Gradebox {
     this.models = new Models(this);
     this.secrets = new Secrets(this);
     this.keys = new Keys(this);
+    this.tokens = new GradeTokens(this);
   }
 
   /**
@@ -774,5 +779,34 @@ export class Keys {
    */
   revoke({ id }: { id: string }, options?: RequestOptions): Promise<ApiKey> {
     return this.client.request("DELETE", this.path(id), { retry: true, options });
+  }
+}
+
+/**
+ * Grade tokens, for a project admin: grade-only credentials for one grader that sit in a
+ * trainer's URL (OpenRLHF's --reward.remote_url, NeMo Gym's resources-server host), for trainers
+ * that send no Authorization header. A `grader` key gets PermissionDeniedError (403 FORBIDDEN).
+ */
+export class GradeTokens {
+  constructor(private readonly client: Gradebox) {}
+
+  private path(grader: string, id?: string): string {
+    const project = encodeURIComponent(this.client.project);
+    return `/v1/projects/${project}/graders/${encodeURIComponent(grader)}/tokens${id === undefined ? "" : `/${encodeURIComponent(id)}`}`;
+  }
+
+  /** A new token for `grader`: `token` (and `urls`) are in this answer only. Never retried. */
+  create({ grader, ...params }: CreateGradeTokenParams, options?: RequestOptions): Promise<CreatedGradeToken> {
+    return this.client.request("POST", this.path(grader), { body: params satisfies RequestBody<"tokens.create">, retry: false, options });
+  }
+
+  /** The grader's tokens, live and revoked (never a token itself). */
+  async list({ grader }: { grader: string }, options?: RequestOptions): Promise<GradeToken[]> {
+    return (await this.client.request<{ data: GradeToken[] }>("GET", this.path(grader), { retry: true, options })).data;
+  }
+
+  /** Revokes a token by id (from `list`): every node refuses it (401) from the answer on. NotFoundError (TOKEN_NOT_FOUND) for an id not of this grader. */
+  revoke({ grader, id }: { grader: string; id: string }, options?: RequestOptions): Promise<GradeToken> {
+    return this.client.request("DELETE", this.path(grader, id), { retry: true, options });
   }
 }

@@ -64,6 +64,16 @@ export type CreatedApiKey = Wire.CreatedApiKey;
 export type KeyRole = Wire.KeyRole;
 export type CreateApiKeyParams = Wire.RequestBody<"keys.create">;
 
+// Grade tokens
+
+/** A grade token as listed: id, project, grader, prefix, label, options, dates; never the token itself. */
+export type GradeToken = Wire.GradeToken;
+/** A new grade token with the token itself (`token`) and the URLs trainers reach the grader at. */
+export type CreatedGradeToken = Wire.CreatedGradeToken;
+/** How a trainer's requests become threads and what a sample without a score is rewarded. */
+export type GradeTokenOptions = Wire.GradeTokenOptions;
+export type CreateGradeTokenParams = Wire.RequestBody<"tokens.create"> & { grader: string };
+
 // Secrets
 
 /** A project secret: its name, where it may be sent and when it was set. Its value is never returned. */

@@ -561,6 +561,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/graders/{graderKey}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a grader's grade tokens
+         * @description The grader's grade tokens, live and revoked: ids, prefixes, labels, options and dates, never a token itself. An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
+         */
+        get: operations["tokens.list"];
+        put?: never;
+        /**
+         * Create a grade token
+         * @description A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL (POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}). It grades with this grader and does nothing else; returned with the token itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
+         */
+        post: operations["tokens.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{project}/graders/{graderKey}/tokens/{tokenId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a grade token
+         * @description Revokes the token: every node refuses it (401) from the answer on. Revoking a revoked token answers it again. An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
+         */
+        delete: operations["tokens.revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/graders/{graderKey}/reward/info": {
         parameters: {
             query?: never;
@@ -789,6 +833,35 @@ export interface components {
             /** @description the key itself: shown in this answer only, stored only as its SHA-256 */
             key: string;
         };
+        /** @description a new grade token, with the token itself (never shown again) */
+        CreatedGradeToken: {
+            /** @description the token's id (tok_…): what revoking names */
+            id: string;
+            /** @description the project of the grader */
+            project: string;
+            /** @description the grader the token grades with: its only use */
+            grader: string;
+            /** @description the token's first characters, to recognise it */
+            prefix: string;
+            /** @description a note to recognise the token by */
+            label: string;
+            options: components["schemas"]["GradeTokenOptions"];
+            /** @description ISO 8601: when it was made */
+            createdAt: string;
+            /** @description ISO 8601: when it was revoked; null while it is live */
+            revokedAt: string | null;
+            /** @description the token itself: shown in this answer only, stored only as its SHA-256 */
+            token: string;
+            /** @description where trainers reach the grader with this token, as this server was addressed */
+            urls: {
+                /** @description OpenRLHF's --reward.remote_url (formerly --remote_rm_url) */
+                openrlhf: string;
+                /** @description NeMo Gym's resources-server host, for host-based routing (the port is the server's) */
+                gymHost: string;
+                /** @description the same resources server under a path, for a reverse proxy or curl */
+                gymPath: string;
+            };
+        };
         /** @description what GET {url}/info answered at registration */
         EndpointInfo: {
             /** @description the reward server's version */
@@ -904,6 +977,50 @@ export interface components {
         };
         /** @description one thread's result: a score, an error or an abstention, as `outcome` says */
         GradeResult: components["schemas"]["ScoredResult"] | components["schemas"]["ErrorResult"] | components["schemas"]["AbstainedResult"];
+        /** @description a grade token as listed: never the token itself */
+        GradeToken: {
+            /** @description the token's id (tok_…): what revoking names */
+            id: string;
+            /** @description the project of the grader */
+            project: string;
+            /** @description the grader the token grades with: its only use */
+            grader: string;
+            /** @description the token's first characters, to recognise it */
+            prefix: string;
+            /** @description a note to recognise the token by */
+            label: string;
+            options: components["schemas"]["GradeTokenOptions"];
+            /** @description ISO 8601: when it was made */
+            createdAt: string;
+            /** @description ISO 8601: when it was revoked; null while it is live */
+            revokedAt: string | null;
+        };
+        /** @description the grader's grade tokens */
+        GradeTokenList: {
+            /** @description the grader's tokens, live and revoked, oldest first */
+            data: components["schemas"]["GradeToken"][];
+        };
+        /** @description how a trainer's requests become threads, and what a sample without a score is rewarded */
+        GradeTokenOptions: {
+            /** @description the metadata field OpenRLHF's labels[i] goes into (default label) */
+            labelKey: string;
+            /**
+             * @description prompt: the response is query[i] without prompts[i] in front (default); none: the response is query[i] whole
+             * @enum {string}
+             */
+            strip: "prompt" | "none";
+            /**
+             * @description when query[i] does not start with prompts[i], even ignoring whitespace: whole grades query[i] whole as the response (default), error fails the sample (PROMPT_MISMATCH)
+             * @enum {string}
+             */
+            onPromptMismatch: "whole" | "error";
+            /** @description special tokens trimmed from the end of a response, repeatedly (default: the common end-of-turn markers) */
+            stopStrings: string[];
+            /** @description the reward of a sample the grader abstained on or failed (default 0): trainers cannot take null, and NaN poisons a group */
+            fallback: number;
+            /** @description the subscores OpenRLHF logs, each as component/<name> in extra_logs, the fallback where a sample has none (OpenRLHF needs the same keys in every answer); default: a combined grader's parts, none otherwise */
+            components?: string[];
+        };
         /** @description a grader, without its source or definition */
         Grader: {
             /** @description the grader's project */
@@ -1236,7 +1353,7 @@ export interface components {
         RewardResponse: {
             /** @description the grader's score */
             reward: number;
-            /** @description what the grader returned besides the score */
+            /** @description what the grader returned besides the score, and `gradebox.provenance`: which grader, version and source digest scored it */
             metadata: {
                 [key: string]: unknown;
             };
@@ -1451,6 +1568,7 @@ export type CombineModeInput = components['schemas']['CombineModeInput'];
 export type CombinedPart = components['schemas']['CombinedPart'];
 export type CreateApiKeyInput = components['schemas']['CreateApiKeyInput'];
 export type CreatedApiKey = components['schemas']['CreatedApiKey'];
+export type CreatedGradeToken = components['schemas']['CreatedGradeToken'];
 export type EndpointInfo = components['schemas']['EndpointInfo'];
 export type EndpointSpec = components['schemas']['EndpointSpec'];
 export type ErrorResult = components['schemas']['ErrorResult'];
@@ -1458,6 +1576,9 @@ export type GradeBatchResponse = components['schemas']['GradeBatchResponse'];
 export type GradeError = components['schemas']['GradeError'];
 export type GradeResponse = components['schemas']['GradeResponse'];
 export type GradeResult = components['schemas']['GradeResult'];
+export type GradeToken = components['schemas']['GradeToken'];
+export type GradeTokenList = components['schemas']['GradeTokenList'];
+export type GradeTokenOptions = components['schemas']['GradeTokenOptions'];
 export type Grader = components['schemas']['Grader'];
 export type GraderDetail = components['schemas']['GraderDetail'];
 export type GraderPage = components['schemas']['GraderPage'];
@@ -2627,6 +2748,112 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+        };
+    };
+    "tokens.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The grader's tokens */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GradeTokenList"];
+                };
+            };
+        };
+    };
+    "tokens.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+            };
+            cookie?: never;
+        };
+        /** @description a new token's label and options */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a note to recognise the token by (none unless given) */
+                    label?: string;
+                    /** @description how a trainer's requests become threads, and what a sample without a score is rewarded; absent fields take their defaults */
+                    options?: {
+                        /** @description the metadata field OpenRLHF's labels[i] goes into (default label) */
+                        labelKey?: string;
+                        /**
+                         * @description prompt: the response is query[i] without prompts[i] in front (default); none: the response is query[i] whole
+                         * @enum {string}
+                         */
+                        strip?: "prompt" | "none";
+                        /**
+                         * @description when query[i] does not start with prompts[i], even ignoring whitespace: whole grades query[i] whole as the response (default), error fails the sample (PROMPT_MISMATCH)
+                         * @enum {string}
+                         */
+                        onPromptMismatch?: "whole" | "error";
+                        /** @description special tokens trimmed from the end of a response, repeatedly (default: the common end-of-turn markers) */
+                        stopStrings?: string[];
+                        /** @description the reward of a sample the grader abstained on or failed (default 0): trainers cannot take null, and NaN poisons a group */
+                        fallback?: number;
+                        /** @description the subscores OpenRLHF logs, each as component/<name> in extra_logs, the fallback where a sample has none (OpenRLHF needs the same keys in every answer); default: a combined grader's parts, none otherwise */
+                        components?: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The token, shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedGradeToken"];
+                };
+            };
+        };
+    };
+    "tokens.revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+                /** @description the token's id, tok_… */
+                tokenId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GradeToken"];
                 };
             };
         };

@@ -18,11 +18,14 @@ import { requestsPlugin } from "./plugins/requests.ts";
 import { accountRoutes } from "./routes/account.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
+import { gymRoutes, rewriteGymUrl } from "./routes/gym.ts";
 import { judgeRoutes } from "./routes/judges.ts";
 import { keyRoutes } from "./routes/keys.ts";
 import { modelRoutes } from "./routes/models.ts";
+import { openRlhfRoutes } from "./routes/openrlhf.ts";
 import { rewardRoutes } from "./routes/reward.ts";
 import { secretRoutes } from "./routes/secrets.ts";
+import { tokenRoutes } from "./routes/tokens.ts";
 import { buildServices } from "./services.ts";
 import type { Store } from "./store.ts";
 
@@ -43,6 +46,8 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
       return typeof given === "string" && /^[\w.-]{1,128}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
+    // NeMo Gym reaches a resources server at the root of a host: <token>.gym.<host> is /gym/<token> (routes/gym.ts)
+    rewriteUrl: rewriteGymUrl,
     // grading is the hot path: a log line per request is debug-level (plugins/requests.ts)
     logController: new LogController({ disableRequestLogging: true }),
     // long enough for any valid key to reach validation (which explains the rule)
@@ -70,7 +75,12 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await v1.register(endpointRoutes, services);
     await v1.register(secretRoutes, services);
     await v1.register(keyRoutes, { store });
+    await v1.register(tokenRoutes, { store });
     await v1.register(rewardRoutes, services);
   });
+  // the trainers that send no Authorization header: a grade token in the URL (token-auth.ts)
+  app.decorateRequest("tokenGrant", undefined);
+  await app.register(openRlhfRoutes, services);
+  await app.register(gymRoutes, services);
   return app;
 }

@@ -8,6 +8,7 @@ export const ERRORS = {
   UNAUTHORIZED: { status: 401, title: "Missing or invalid API key" },
   FORBIDDEN: { status: 403, title: "The API key's role does not allow this" },
   KEY_NOT_FOUND: { status: 404, title: "API key not found" },
+  TOKEN_NOT_FOUND: { status: 404, title: "Grade token not found" },
   LAST_ADMIN_KEY: { status: 409, title: "The project's last admin key" },
   NOT_FOUND: { status: 404, title: "No such route" },
   PROJECT_NOT_FOUND: { status: 404, title: "Project not found" },

@@ -46,6 +46,23 @@ const API_KEY = {
   createdAt: AT,
   revokedAt: null,
 };
+const TOKEN = "gbr-9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e";
+const GRADE_TOKEN = {
+  id: "tok_7c1e9a3b5d2f",
+  project: PROJECT,
+  grader: "exact-answer",
+  prefix: TOKEN.slice(0, 10),
+  label: "ppo run 7",
+  options: {
+    labelKey: "label",
+    strip: "prompt",
+    onPromptMismatch: "whole",
+    stopStrings: ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<|end|>", "<end_of_turn>", "</s>"],
+    fallback: 0,
+  },
+  createdAt: AT,
+  revokedAt: null,
+};
 const ADMIN_KEY = { ...API_KEY, id: "key_0a1b2c3d4e5f", prefix: "gbx_Xk9pQ2", label: "created at first start", role: "admin" };
 
 const grader = (key: string, kind: string, definition: string, extra: Record<string, unknown> = {}) => ({
@@ -287,6 +304,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   "keys.list": { responses: { 200: { data: [ADMIN_KEY, API_KEY] } } },
   "keys.revoke": { responses: { 200: { ...API_KEY, revokedAt: LATER } } },
+  "tokens.create": {
+    request: { label: "ppo run 7" },
+    responses: {
+      201: {
+        ...GRADE_TOKEN,
+        token: TOKEN,
+        urls: {
+          openrlhf: `https://gradebox.example.com/rm/${TOKEN}`,
+          gymHost: `${TOKEN}.gym.gradebox.example.com`,
+          gymPath: `https://gradebox.example.com/gym/${TOKEN}`,
+        },
+      },
+    },
+  },
+  "tokens.list": { responses: { 200: { data: [GRADE_TOKEN] } } },
+  "tokens.revoke": { responses: { 200: { ...GRADE_TOKEN, revokedAt: LATER } } },
   "reward.score": {
     request: REWARD_REQUEST,
     responses: { 200: { reward: 1, metadata: { gradebox: { provenance: PROVENANCE } }, id: "row-17" } },

@@ -1,5 +1,5 @@
 // What a node keeps of the registry so that grading a warm grader costs no database query: the
-// graders read per (project, key), their stored versions, and live API keys. Every committed
+// graders read per (project, key), their stored versions, and live API keys and grade tokens. Every committed
 // change is heard (db.subscribe: this node's at once, other nodes' through PostgreSQL's
 // LISTEN) and drops what it touches: a project's graders, or every key. While changes could be
 // missed (the listening connection is down) nothing is cached. Memory is bounded by the bytes of
@@ -8,6 +8,7 @@
 import type { Db } from "./db/db.ts";
 import type { GraderRow } from "./store/graders.ts";
 import { hashKey, type KeyGrant } from "./store/keys.ts";
+import { hashToken, type TokenGrant } from "./store/tokens.ts";
 import type { StoredVersion } from "./store/versions.ts";
 import type { Store } from "./store.ts";
 
@@ -32,6 +33,8 @@ export class RegistryCache {
   private readonly byProject = new Map<string, Set<string>>();
   private bytes = 0;
   private readonly keys = new Map<string, { grant: KeyGrant; until: number }>();
+  /** grade tokens' grants by hash, dropped with the keys (a revocation publishes {kind: "keys"}) */
+  private readonly tokens = new Map<string, { grant: TokenGrant; until: number }>();
   /** bumped when keys change: a lookup that began before a revocation must not store its answer */
   private keysGeneration = 0;
   private readonly db: Db;
@@ -61,6 +64,7 @@ export class RegistryCache {
 
   private forgetKeys(): void {
     this.keys.clear();
+    this.tokens.clear();
     this.keysGeneration++;
   }
 
@@ -143,6 +147,25 @@ export class RegistryCache {
     if (grant && this.keyTtlMs > 0 && generation === this.keysGeneration) {
       if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value as string);
       this.keys.set(hash, { grant, until: now + this.keyTtlMs });
+    }
+    return grant;
+  }
+
+  /**
+   * The grant of a live grade token, or undefined (an unknown token is not remembered): a trainer
+   * sends one request per sample, so a warm token costs no query, as a warm key costs none.
+   */
+  async tokenGrant(token: string): Promise<TokenGrant | undefined> {
+    if (this.db.changedElsewhere?.()) this.forgetAll();
+    const hash = hashToken(token);
+    const now = Date.now();
+    const known = this.tokens.get(hash);
+    if (known && known.until > now && this.db.listening) return known.grant;
+    const generation = this.keysGeneration;
+    const grant = await this.store.tokens.grantOf(token);
+    if (grant && this.keyTtlMs > 0 && generation === this.keysGeneration) {
+      if (this.tokens.size >= MAX_KEYS) this.tokens.delete(this.tokens.keys().next().value as string);
+      this.tokens.set(hash, { grant, until: now + this.keyTtlMs });
     }
     return grant;
   }

@@ -1,5 +1,5 @@
 // The registry, over either database (db/): SQLite embedded, or PostgreSQL shared by many nodes.
-// Each domain is its own module in store/ (graders, versions, models, faults, keys); this is
+// Each domain is its own module in store/ (graders, versions, models, faults, keys, tokens); this is
 // the one object the server, the CLI and the tests open, and the names they call. Every write is
 // one transaction that publishes what it changed, so each node's caches (registry-cache.ts) drop
 // what is stale.
@@ -12,6 +12,7 @@ import { FaultStore } from "./store/faults.ts";
 import { GraderStore } from "./store/graders.ts";
 import { Keys } from "./store/keys.ts";
 import { ModelStore } from "./store/models.ts";
+import { GradeTokens } from "./store/tokens.ts";
 import { VersionStore } from "./store/versions.ts";
 
 // what the tests import from here
@@ -29,6 +30,8 @@ export interface StoreOptions {
 export class Store {
   readonly db: Db;
   readonly keys: Keys;
+  /** grade-only tokens that sit in a trainer's URL (store/tokens.ts) */
+  readonly tokens: GradeTokens;
   /** what grading reads: graders, versions and keys kept by this node until a change drops them */
   readonly cache: RegistryCache;
   private readonly graderStore: GraderStore;
@@ -39,6 +42,7 @@ export class Store {
   private constructor(db: Db, cacheBytes?: number) {
     this.db = db;
     this.keys = new Keys(db);
+    this.tokens = new GradeTokens(db);
     this.modelStore = new ModelStore(db);
     this.graderStore = new GraderStore(db, this.modelStore);
     this.versionStore = new VersionStore(db, this.graderStore);

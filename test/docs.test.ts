@@ -197,10 +197,11 @@ export function checkPage(root: string, page: string, text: string): string[] {
 
 const PAGES = [
   "README.md",
-  ...readdirSync(join(repoRoot, "docs"))
+  // docs/ and its folders (docs/trainers/: one page per trainer)
+  ...readdirSync(join(repoRoot, "docs"), { recursive: true, encoding: "utf8" })
     .filter((f) => f.endsWith(".md"))
     .sort()
-    .map((f) => `docs/${f}`),
+    .map((f) => `docs/${f.split(sep).join("/")}`),
 ];
 const read = (page: string) => readFileSync(join(repoRoot, page), "utf8");
 
