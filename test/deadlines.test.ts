@@ -134,8 +134,10 @@ describe("deadlines through the pool", () => {
   test("a deadline already past abstains every thread at once, and one that comes while the batch waits drops it from the queue", async () => {
     const past = await pool.gradeBatch(healthy, [thread("yes"), thread("no")], { deadlineAt: Date.now() - 1 });
     assert.ok(past.every(isDeadline), JSON.stringify(past));
-    // both workers busy with hanging batches until their deadlines; a third batch waits in the queue past its own
-    const busy = [0, 1].map(() => pool.gradeBatch(hang, batchOf(4, [0, 1, 2, 3]), { deadlineAt: Date.now() + 1200 }));
+    // both workers busy with hanging batches until their deadlines (40 hanging items: capped calls of at least 25 ms
+    // each fill the first pass past the deadline); a third batch waits in the queue past its own
+    const allHang = Array.from({ length: 40 }, (_, i) => i);
+    const busy = [0, 1].map(() => pool.gradeBatch(hang, batchOf(40, allHang), { deadlineAt: Date.now() + 1200 }));
     const queued = await pool.gradeBatch(healthy, [thread("yes")], { deadlineAt: Date.now() + 300 });
     assert.ok(isDeadline(queued[0]), JSON.stringify(queued));
     for (const outcomes of await Promise.all(busy)) assert.ok(outcomes.every(isDeadline));
