@@ -730,6 +730,8 @@ export interface components {
             templateVariables?: {
                 [key: string]: string;
             };
+            /** @description the feedback key the judge's scores are written to (Adaptive's binary_judge(feedback_key=…)): stored, shown, and named in every result's metadata as feedbackKey */
+            feedbackKey?: string;
         };
         /**
          * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
@@ -1217,11 +1219,7 @@ export interface components {
         RewardRequestInput: {
             /** @description the conversation, in order */
             turns: {
-                /**
-                 * @description who speaks
-                 * @enum {string}
-                 */
-                role: "system" | "user" | "assistant" | "tool" | "document";
+                role: components["schemas"]["RoleInput"];
                 /** @description what was said */
                 content: string;
             }[];
@@ -1229,8 +1227,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
-            /** @description the caller's id for the request, echoed in its response */
-            id?: string | number;
+            /** @description the caller's id for the request (an integer in Adaptive's protocol; null: none), echoed in its response as it was sent */
+            id?: (number | string) | null;
         };
         /** @description one request's reward */
         RewardResponse: {
@@ -1240,14 +1238,11 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
-            /** @description the caller's id for the request, echoed in its response */
-            id?: string | number;
+            /** @description the caller's id for the request (an integer in Adaptive's protocol; null: none), echoed in its response as it was sent */
+            id?: (number | string) | null;
         };
-        /**
-         * @description who speaks
-         * @enum {string}
-         */
-        RoleInput: "system" | "user" | "assistant" | "tool" | "document";
+        /** @description who speaks: system, user, assistant, tool, document, or any other role (e.g. developer), 1 to 64 characters without control characters, passed to graders and endpoints as it is */
+        RoleInput: string;
         /** @description a rubric judge: criteria scored one by one */
         RubricJudge: {
             /** @constant */
@@ -2102,6 +2097,8 @@ export interface operations {
                     templateVariables?: {
                         [key: string]: string;
                     };
+                    /** @description the feedback key the judge's scores are written to (Adaptive's binary_judge(feedback_key=…)): stored, shown, and named in every result's metadata as feedbackKey */
+                    feedbackKey?: string;
                     /** @description threads the template must render on (instead of the built-in one); no model is called */
                     samples?: {
                         thread: components["schemas"]["ThreadInput"];

@@ -168,6 +168,66 @@ describe("the protocol over plain HTTP", () => {
     }
   });
 
+  test("a null id means none and is echoed as null; integer and string ids are echoed as sent", async () => {
+    const one = await post("scorer", "score", { turns: turns("x"), metadata: null, id: null });
+    assert.equal(one.status, 200);
+    const body = await one.json();
+    assert.ok("id" in body && body.id === null, JSON.stringify(body));
+
+    const batch = await post("scorer", "batch_score", {
+      requests: [
+        { turns: turns("a"), id: null },
+        { turns: turns("b"), id: 0 },
+        { turns: turns("c"), id: 41 },
+        { turns: turns("d"), id: "q-1" },
+        { turns: turns("e") },
+      ],
+    });
+    assert.equal(batch.status, 200);
+    const { responses } = await batch.json();
+    assert.deepEqual(
+      responses.map((r: { id?: unknown }) => ("id" in r ? r.id : "absent")),
+      [null, 0, 41, "q-1", "absent"],
+    );
+    // a fractional id is no id of the protocol's
+    assert.equal((await post("scorer", "score", { turns: turns("x"), id: 1.5 })).status, 400);
+  });
+
+  test("any role string reaches a TypeScript grader as it was sent", async () => {
+    await client.graders.create.function({
+      key: "roles",
+      source: `export default async function grade(thread) {
+        return { score: 1, metadata: { roles: thread.getTurns().map(([role]) => role), prompt: thread.messages().length } };
+      }`,
+    });
+    const request = {
+      turns: [
+        { role: "developer", content: "be brief" },
+        { role: "user", content: "q" },
+        { role: "ipython", content: "42" },
+        { role: "assistant", content: "a" },
+      ],
+    };
+    const one = await post("roles", "score", request);
+    assert.equal(one.status, 200);
+    assert.deepEqual((await one.json()).metadata, { roles: ["developer", "user", "ipython", "assistant"], prompt: 3 });
+    const batch = await post("roles", "batch_score", { requests: [request, { turns: [{ role: "developer", content: "x" }] }] });
+    assert.deepEqual(
+      (await batch.json()).responses.map((r: { metadata: { roles: string[] } }) => r.metadata.roles),
+      [["developer", "user", "ipython", "assistant"], ["developer"]],
+    );
+    // the same thread over the API
+    const sdk = await client.graders.grade({ graderKey: "roles", thread: request });
+    assert.ok(sdk.outcome === "scored");
+    assert.deepEqual(sdk.metadata?.roles, ["developer", "user", "ipython", "assistant"]);
+    // a role is bounded text
+    for (const role of ["", "r".repeat(65), "line\nbreak"]) {
+      const bad = await post("roles", "score", { turns: [{ role, content: "x" }] });
+      assert.equal(bad.status, 400, JSON.stringify(role));
+      assert.match((await bad.json()).detail, /a role is 1 to 64 characters without control characters/);
+    }
+  });
+
   test("a missing key gets 401 on every endpoint", async () => {
     assert.equal((await post("scorer", "score", { turns: turns("x") }, false)).status, 401);
     assert.equal((await post("scorer", "batch_score", { requests: [{ turns: turns("x") }] }, false)).status, 401);
