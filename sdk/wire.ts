@@ -621,6 +621,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/graders/{graderKey}/reward/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reward server: WebSocket
+         * @description The reward-server protocol over a WebSocket (Adaptive's RewardClient.connect_websocket), authenticated at the upgrade. Each text message is `{id, turns, metadata?}` (score) or `{id, requests}` (batch_score) with an integer or string id; each answer carries its request's id and answers come as requests finish, in any order. Answers are framed as Adaptive's servers frame them, `{id, total_num_chunks}` then `{id, chunk}` messages whose chunks joined are the response (framing=whole: the response itself, one message); a failure is `{id, error: {code, message}}`. At most 64 requests of a socket are graded at once (it is not read past them); a message over the body limit closes it (1009), a binary one (1003), 16 invalid ones (1008). Without an upgrade: 400 INVALID_REQUEST.
+         */
+        get: operations["reward.websocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/graders/{graderKey}/reward/batch_score": {
         parameters: {
             query?: never;
@@ -2709,6 +2729,24 @@ export interface operations {
                 };
             };
         };
+    };
+    "reward.websocket": {
+        parameters: {
+            query?: {
+                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer */
+                framing?: "chunks" | "whole";
+            };
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: never;
     };
     "reward.batchScore": {
         parameters: {

@@ -25,6 +25,7 @@ import { rewardRoutes } from "./routes/reward.ts";
 import { secretRoutes } from "./routes/secrets.ts";
 import { buildServices } from "./services.ts";
 import type { Store } from "./store.ts";
+import { acceptUpgrades } from "./websocket.ts";
 
 export interface AppOptions {
   config: Config;
@@ -54,6 +55,8 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   await app.register(docsPlugin, { config });
   await app.register(idleGcPlugin);
   registerConsole(app);
+  // WebSocket routes (the reward protocol's) are routed, authenticated and refused as any other
+  acceptUpgrades(app, config.bodyLimit);
 
   const services = buildServices({ config, store, pool, log: app.log });
   app.addHook("onClose", services.close);
