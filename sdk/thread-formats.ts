@@ -4,7 +4,7 @@
 // other columns become the thread's metadata. Used by `gradebox grade --threads` and `test
 // --threads` and by the console's test panel, so it runs in a browser too.
 
-import { ROLES, type Role, type WireThread } from "./thread.ts";
+import { isRole, ROLE_RULE, type Role, type WireThread } from "./thread.ts";
 
 export const THREAD_FORMATS = ["gradebox", "openai", "trl-standard", "trl-conversational"] as const;
 export type ThreadFormat = (typeof THREAD_FORMATS)[number];
@@ -21,7 +21,10 @@ export const ACCEPTED_FORMATS =
   'a Gradebox thread {"turns": [{"role", "content"}], "metadata"?}, an OpenAI chat line {"messages": [{"role", "content"}], …}, ' +
   'or a TRL line {"prompt", "completion", …}: strings (standard) or lists of {"role", "content"} (conversational)';
 
-/** Roles of OpenAI's chat format that Gradebox names otherwise. */
+/**
+ * Roles of OpenAI's chat format that these file readers name as Gradebox does (a file is converted
+ * to Gradebox's vocabulary; the API and the reward routes keep every role as it is sent).
+ */
 const ROLE_ALIASES: Record<string, Role> = { developer: "system", function: "tool" };
 
 export type ReadLine = { format: ThreadFormat; thread: WireThread } | { format?: ThreadFormat; problem: string };
@@ -38,7 +41,7 @@ export function threadProblem(value: unknown): string | undefined {
   if (!Array.isArray(turns) || turns.length === 0) return "turns must be a non-empty array";
   for (const [i, t] of turns.entries()) {
     const turn = t as { role?: unknown; content?: unknown } | null;
-    if (!turn || !ROLES.includes(turn.role as Role)) return `turns[${i}].role must be one of ${ROLES.join(", ")}`;
+    if (!turn || !isRole(turn.role)) return `turns[${i}].role is ${JSON.stringify(turn?.role)}: ${ROLE_RULE}`;
     if (typeof turn.content !== "string") return `turns[${i}].content must be a string`;
   }
   if (metadata !== undefined && (metadata === null || typeof metadata !== "object" || Array.isArray(metadata)))
@@ -71,13 +74,13 @@ function messagesToTurns(messages: unknown, field: string): WireThread["turns"] 
   for (const [i, m] of messages.entries()) {
     const message = m as { role?: unknown; content?: unknown } | null;
     if (!message || typeof message !== "object") return `${field}[${i}] must be an object {"role", "content"}`;
-    const role = ROLE_ALIASES[message.role as string] ?? message.role;
-    if (!ROLES.includes(role as Role)) {
-      return `${field}[${i}].role must be one of ${[...ROLES, ...Object.keys(ROLE_ALIASES)].join(", ")}; it is ${JSON.stringify(message.role)}`;
+    const role = Object.hasOwn(ROLE_ALIASES, message.role as string) ? ROLE_ALIASES[message.role as string] : message.role;
+    if (!isRole(role)) {
+      return `${field}[${i}].role is ${JSON.stringify(message.role)}: ${ROLE_RULE} (developer is read as system, function as tool)`;
     }
     const content = contentText(message.content);
     if (content === undefined) return `${field}[${i}].content must be a string or a list of content parts`;
-    turns.push({ role: role as Role, content });
+    turns.push({ role, content });
   }
   return turns;
 }

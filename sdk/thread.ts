@@ -1,8 +1,28 @@
 // StringThread: the one implementation shared by the SDK (local use and tests) and the sandbox
 // prelude (bundled into every isolate). Dependency-free on purpose: it runs inside isolated-vm.
 
+/** The roles Gradebox names itself; any other role string (see isRole) travels as it is. */
 export const ROLES = ["system", "user", "assistant", "tool", "document"] as const;
-export type Role = (typeof ROLES)[number];
+export type KnownRole = (typeof ROLES)[number];
+/**
+ * Who speaks: one of ROLES, or any other role a conversation carries (OpenAI's `developer`, a
+ * tool-calling `ipython`, …), kept verbatim. No accessor aliases one role to another: a
+ * `developer` turn is never read as `system`.
+ */
+export type Role = string;
+/** A role has at most this many characters. */
+export const MAX_ROLE_LENGTH = 64;
+/**
+ * A role's text: 1 to 64 characters of the Basic Multilingual Plane, none a control character
+ * (so a length means the same in every language, and a role never breaks a log line or a prompt).
+ */
+export const ROLE_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]{1,64}$";
+const ROLE_RE = new RegExp(ROLE_PATTERN);
+/** Whether `value` may be a turn's role: a known role, or any text within ROLE_PATTERN. */
+export const isRole = (value: unknown): value is Role =>
+  typeof value === "string" && (ROLES.includes(value as KnownRole) || ROLE_RE.test(value));
+/** Why `value` is not a role (for error messages). */
+export const ROLE_RULE = `a role is 1 to ${MAX_ROLE_LENGTH} characters without control characters (e.g. ${ROLES.join(", ")}, developer)`;
 export type Turn = [role: Role, content: string];
 export interface WireTurn {
   role: Role;
@@ -31,11 +51,9 @@ export class StringThread {
     if (!Array.isArray(turns)) throw new TypeError("StringThread: turns must be an array");
     this.#turns = turns.map((turn, i) => {
       const [role, content] = Array.isArray(turn) ? turn : [turn?.role, turn?.content];
-      if (!ROLES.includes(role as Role)) {
-        throw new TypeError(`StringThread: turn ${i} has role ${JSON.stringify(role)}; expected one of ${ROLES.join(", ")}`);
-      }
+      if (!isRole(role)) throw new TypeError(`StringThread: turn ${i} has role ${JSON.stringify(role)}; ${ROLE_RULE}`);
       if (typeof content !== "string") throw new TypeError(`StringThread: turn ${i} content must be a string`);
-      return [role as Role, content];
+      return [role, content];
     });
   }
 

@@ -665,6 +665,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/graders/{graderKey}/reward/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reward server: WebSocket
+         * @description The reward-server protocol over a WebSocket (Adaptive's RewardClient.connect_websocket), authenticated at the upgrade. Each text message is `{id, turns, metadata?}` (score) or `{id, requests}` (batch_score) with an integer or string id; each answer carries its request's id and answers come as requests finish, in any order. Answers are framed as Adaptive's servers frame them, `{id, total_num_chunks}` then `{id, chunk}` messages whose chunks joined are the response (framing=whole: the response itself, one message); a failure is `{id, error: {code, message}}`. At most 64 requests of a socket are graded at once (it is not read past them); a message over the body limit closes it (1009), a binary one (1003), 16 invalid ones (1008). Without an upgrade: 400 INVALID_REQUEST.
+         */
+        get: operations["reward.websocket"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/graders/{graderKey}/reward/batch_score": {
         parameters: {
             query?: never;
@@ -774,6 +794,8 @@ export interface components {
             templateVariables?: {
                 [key: string]: string;
             };
+            /** @description the feedback key the judge's scores are written to (Adaptive's binary_judge(feedback_key=…)): stored, shown, and named in every result's metadata as feedbackKey */
+            feedbackKey?: string;
         };
         /**
          * @description a criterion the judge cannot assess (CANNOT_ASSESS, or an na option): skip leaves it out of the score; zero scores it 0; partial gives it partialCredit (0 for a penalty); fail scores its worst case: UNMET (MET for a negative weight, a penalty), or a multi-choice criterion's worst option. No strategy fails the thread
@@ -1334,11 +1356,7 @@ export interface components {
         RewardRequestInput: {
             /** @description the conversation, in order */
             turns: {
-                /**
-                 * @description who speaks
-                 * @enum {string}
-                 */
-                role: "system" | "user" | "assistant" | "tool" | "document";
+                role: components["schemas"]["RoleInput"];
                 /** @description what was said */
                 content: string;
             }[];
@@ -1346,8 +1364,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
-            /** @description the caller's id for the request, echoed in its response */
-            id?: string | number;
+            /** @description the caller's id for the request (an integer in Adaptive's protocol; null: none), echoed in its response as it was sent */
+            id?: (number | string) | null;
         };
         /** @description one request's reward */
         RewardResponse: {
@@ -1357,14 +1375,11 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
-            /** @description the caller's id for the request, echoed in its response */
-            id?: string | number;
+            /** @description the caller's id for the request (an integer in Adaptive's protocol; null: none), echoed in its response as it was sent */
+            id?: (number | string) | null;
         };
-        /**
-         * @description who speaks
-         * @enum {string}
-         */
-        RoleInput: "system" | "user" | "assistant" | "tool" | "document";
+        /** @description who speaks: system, user, assistant, tool, document, or any other role (e.g. developer), 1 to 64 characters without control characters, passed to graders and endpoints as it is */
+        RoleInput: string;
         /** @description a rubric judge: criteria scored one by one */
         RubricJudge: {
             /** @constant */
@@ -2223,6 +2238,8 @@ export interface operations {
                     templateVariables?: {
                         [key: string]: string;
                     };
+                    /** @description the feedback key the judge's scores are written to (Adaptive's binary_judge(feedback_key=…)): stored, shown, and named in every result's metadata as feedbackKey */
+                    feedbackKey?: string;
                     /** @description threads the template must render on (instead of the built-in one); no model is called */
                     samples?: {
                         thread: components["schemas"]["ThreadInput"];
@@ -2939,6 +2956,24 @@ export interface operations {
                 };
             };
         };
+    };
+    "reward.websocket": {
+        parameters: {
+            query?: {
+                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer */
+                framing?: "chunks" | "whole";
+            };
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: never;
     };
     "reward.batchScore": {
         parameters: {

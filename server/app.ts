@@ -28,6 +28,7 @@ import { secretRoutes } from "./routes/secrets.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 import { buildServices } from "./services.ts";
 import type { Store } from "./store.ts";
+import { acceptUpgrades } from "./websocket.ts";
 
 export interface AppOptions {
   config: Config;
@@ -59,6 +60,8 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   await app.register(docsPlugin, { config });
   await app.register(idleGcPlugin);
   registerConsole(app);
+  // WebSocket routes (the reward protocol's) are routed, authenticated and refused as any other
+  acceptUpgrades(app, config.bodyLimit);
 
   const services = buildServices({ config, store, pool, log: app.log });
   app.addHook("onClose", services.close);

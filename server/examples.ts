@@ -337,4 +337,6 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   "reward.info": { responses: { 200: { version: "2", name: "exact-answer", description: FUNCTION.description } } },
   "reward.metadataSchema": { responses: { 200: { type: "object" } } },
+  // a WebSocket: its messages are described in the route's description, not as HTTP bodies
+  "reward.websocket": { responses: {} },
 };

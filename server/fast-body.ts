@@ -12,7 +12,7 @@
 
 import { z } from "zod";
 import type { $ZodType } from "zod/v4/core";
-import { ROLES } from "../sdk/thread.ts";
+import { isRole, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { MAX_DEADLINE_MS, MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
 
@@ -41,7 +41,7 @@ function plainThread(config: Pick<Config, "maxTurns" | "maxContent">): (thread: 
       const turn = turns[i];
       if (!isPlainObject(turn) || !onlyKeys(turn, ["role", "content"])) return false;
       const content = turn.content;
-      if (!ROLE_SET.has(turn.role) || typeof content !== "string" || content.length > maxContent) return false;
+      if (!(ROLE_SET.has(turn.role) || isRole(turn.role)) || typeof content !== "string" || content.length > maxContent) return false;
     }
     const metadata = thread.metadata;
     if (metadata === undefined) return !("metadata" in thread);

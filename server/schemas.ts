@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { CHECKS, GRADE_ERROR_CODES, LANGUAGES } from "../sandbox/validate/checks.ts";
 import { ABSTAIN_CODES } from "../sdk/errors.ts";
-import { ROLES } from "../sdk/thread.ts";
+import { MAX_ROLE_LENGTH, ROLE_PATTERN, ROLE_RULE, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { EndpointSpec } from "./endpoints/spec.ts";
 import { ERRORS, type ErrorCode } from "./errors.ts";
@@ -75,8 +75,12 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 }
 
 export const Role = z
-  .enum(ROLES, { message: `role must be one of ${ROLES.join(", ")}` })
-  .describe("who speaks")
+  .string({ message: `role must be a string: ${ROLE_RULE}` })
+  .regex(new RegExp(ROLE_PATTERN), `role must be text: ${ROLE_RULE}`)
+  .describe(
+    `who speaks: ${ROLES.join(", ")}, or any other role (e.g. developer), 1 to ${MAX_ROLE_LENGTH} characters without control ` +
+      "characters, passed to graders and endpoints as it is",
+  )
   .meta({ id: "Role" });
 
 /** A thread as the API takes it, bounded by the server's limits (one schema per configuration). */

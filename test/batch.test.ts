@@ -77,8 +77,41 @@ describe("codec", () => {
     }
   });
 
+  test("roles outside ROLES go by a table in the head, once per batch, with and without groups", () => {
+    const threads: WireThread[] = [
+      {
+        turns: [
+          { role: "developer", content: "be brief" },
+          { role: "user", content: "q" },
+          { role: "ipython", content: "out" },
+        ],
+      },
+      {
+        turns: [
+          { role: "developer", content: "again" },
+          { role: "assistant", content: "a" },
+        ],
+      },
+    ];
+    for (const groups of [undefined, [2]]) {
+      const { head, text } = packBatch(threads, groups);
+      assert.equal(head.split('"developer"').length, 2, `one "developer" in ${head}`);
+      const reader = new BatchReader(head, text);
+      assert.equal(reader.grouped, groups !== undefined);
+      for (const [i, t] of threads.entries()) {
+        assert.deepEqual(
+          reader.turns(i).map(([role, content]) => ({ role, content })),
+          t.turns,
+        );
+      }
+    }
+    // a batch of known roles only is packed as before: no table
+    assert.equal(JSON.parse(packBatch([thread("x")]).head).length, 2);
+  });
+
   test("packBatch refuses what is not a thread", () => {
-    assert.throws(() => packBatch([{ turns: [{ role: "wizard" as "user", content: "x" }] }]), /thread 0, turn 0: role must be one of/);
+    assert.throws(() => packBatch([{ turns: [{ role: "", content: "x" }] }]), /thread 0, turn 0: a role is 1 to 64 characters/);
+    assert.throws(() => packBatch([{ turns: [{ role: "a\nb", content: "x" }] }]), /thread 0, turn 0: a role is/);
     assert.throws(
       () => packBatch([thread("ok"), { turns: [{ role: "user", content: 5 as unknown as string }] }]),
       /thread 1, turn 0: content/,

@@ -386,9 +386,14 @@ test("keys from names, the named graders of a file, and a line read in each form
     thread: { turns: [{ role: "tool", content: "" }], metadata: {} },
   });
   assert.match(
-    String((readThreadLine({ messages: [{ role: "robot", content: "x" }] }) as { problem: string }).problem),
-    /messages\[0\]\.role must be one of .*developer/,
+    String((readThreadLine({ messages: [{ role: "", content: "x" }] }) as { problem: string }).problem),
+    /messages\[0\]\.role is "": a role is 1 to 64 characters .*developer is read as system/,
   );
+  // any other role is kept as it is
+  assert.deepEqual(readThreadLine({ messages: [{ role: "ipython", content: "x" }] }), {
+    format: "openai",
+    thread: { turns: [{ role: "ipython", content: "x" }], metadata: {} },
+  });
   assert.match(String((readThreadLine({ prompt: "x" }) as { problem: string }).problem), /needs both "prompt" and "completion"/);
   assert.match(
     String((readThreadLine({ prompt: "x", completion: [] }) as { problem: string }).problem),

@@ -26,7 +26,7 @@ class Scripted {
   schema: string | undefined;
   behave: (
     path: string,
-    body: { requests?: Array<{ id: string }>; id?: string },
+    body: { requests?: Array<{ id: number }>; id?: number },
     n: number,
   ) => { status?: number; headers?: Record<string, string>; body?: string; hang?: boolean; delayMs?: number; bytes?: number } = () => ({});
   private readonly hanging = new Set<ServerResponse>();
@@ -66,7 +66,7 @@ class Scripted {
       b.body ??
       JSON.stringify(
         path === "/batch_score"
-          ? { responses: (body.requests as Array<{ id: string }>).map((r) => ({ reward: 0.5, metadata: {}, id: r.id })) }
+          ? { responses: (body.requests as Array<{ id: number }>).map((r) => ({ reward: 0.5, metadata: {}, id: r.id })) }
           : { reward: 0.5, metadata: {}, id: body.id },
       );
     res.writeHead(b.status ?? 200, { "content-type": "application/json", ...b.headers }).end(answer);
@@ -204,6 +204,43 @@ describe("grading", () => {
       scripted.requests.map((q) => q.path),
       ["/score", "/score", "/score"],
     );
+  });
+
+  test("ids go out as integers; an endpoint that answers id null (a stock Adaptive server) is read; any role goes through", async () => {
+    await endpoint("nullids", { url: scripted.url, batchSize: 2 });
+    scripted.behave = (path, body) => ({
+      body: JSON.stringify(
+        path === "/batch_score"
+          ? { responses: (body.requests ?? []).map(() => ({ reward: 0.25, metadata: null, id: null })) }
+          : { reward: 0.25, metadata: null, id: null },
+      ),
+    });
+    const developer = { turns: [{ role: "developer", content: "be brief" }, ...thread("4").turns] };
+    const r = await call(s.app, "POST", `${P}/graders/nullids/grade-batch`, { threads: [developer, thread("b"), thread("c")] });
+    assert.equal(r.status, 200);
+    assert.deepEqual(
+      r.body.results.map((x: { score?: number }) => x.score),
+      [0.25, 0.25, 0.25],
+    );
+    const sent = scripted.requests.map((q) => (q.body as { requests: Array<{ id: unknown; turns: Array<{ role: string }> }> }).requests);
+    assert.deepEqual(
+      sent.map((requests) => requests.map((q) => q.id)),
+      [[0, 1], [2]],
+    );
+    assert.deepEqual(
+      sent[0][0].turns.map((t) => t.role),
+      ["developer", "user", "assistant"],
+    );
+
+    scripted.reset();
+    await endpoint("nullids-single", { url: scripted.url, batch: false });
+    scripted.behave = () => ({ body: '{"reward": 1, "metadata": {}, "id": null}' });
+    const one = await call(s.app, "POST", `${P}/graders/nullids-single/grade`, { thread: developer });
+    assert.equal(one.body.score, 1);
+    assert.equal((scripted.requests[0].body as { id: unknown }).id, 0);
+    // an id echoed as its text is still the request's
+    scripted.behave = () => ({ body: '{"reward": 1, "metadata": {}, "id": "0"}' });
+    assert.equal((await call(s.app, "POST", `${P}/graders/nullids-single/grade`, { thread: developer })).body.score, 1);
   });
 
   test("ordering under concurrency: chunks of batchSize, at most maxConcurrency in flight, results in input order", async () => {

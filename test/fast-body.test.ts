@@ -37,7 +37,11 @@ const variants: Array<[string, unknown]> = [
   ["turns past the limit", { turns: Array.from({ length: 5 }, () => turn("user", "x")) }],
   ["turns at the limit", { turns: Array.from({ length: 4 }, () => turn("user", "x")) }],
   ["turns an object", { turns: { 0: turn("user", "x") } }],
-  ["an unknown role", { turns: [turn("robot", "x")] }],
+  ["a role outside ROLES", { turns: [turn("developer", "x")] }],
+  ["a role at its length limit", { turns: [turn("r".repeat(64), "x")] }],
+  ["a role past its length limit", { turns: [turn("r".repeat(65), "x")] }],
+  ["an empty role", { turns: [turn("", "x")] }],
+  ["a role with a control character", { turns: [turn("dev\u0007", "x")] }],
   ["a role of another type", { turns: [turn(1, "x")] }],
   ["content a number", { turns: [turn("user", 5)] }],
   ["content null", { turns: [turn("user", null)] }],
@@ -81,6 +85,8 @@ test("whatever the fast check passes, zod accepts unchanged; the plain bodies pa
   // the plain ones (and only those) take the fast path
   const fastNames = bodies.filter(([, body, fast]) => fast(body)).map(([name]) => name);
   assert.deepEqual(fastNames.sort(), [
+    "batch: a role at its length limit",
+    "batch: a role outside ROLES",
     "batch: content at the limit",
     "batch: empty metadata",
     "batch: metadata at the depth limit",
@@ -88,6 +94,8 @@ test("whatever the fast check passes, zod accepts unchanged; the plain bodies pa
     "batch: plain",
     "batch: turns at the limit",
     "batch: with a version",
+    "grade: a role at its length limit",
+    "grade: a role outside ROLES",
     "grade: content at the limit",
     "grade: empty metadata",
     "grade: metadata at the depth limit",
@@ -96,7 +104,7 @@ test("whatever the fast check passes, zod accepts unchanged; the plain bodies pa
     "grade: turns at the limit",
     "grade: with a version",
   ]);
-  assert.equal(passed, 14);
+  assert.equal(passed, 18);
 });
 
 test("the bench corpus, as JSON.parse makes it, takes the fast path (and zod agrees)", () => {
@@ -125,7 +133,7 @@ test("through the server: a plain body grades; a body off the fast path still ge
       plain.body.results.map((r: { score: number }) => r.score),
       [2, 1],
     );
-    const badBody = { thread: { turns: [turn("robot", "x")] } };
+    const badBody = { thread: { turns: [turn("r".repeat(65), "x")] } };
     const bad = await call(s.app, "POST", "/v1/projects/default/graders/n/grade", badBody);
     assert.equal(bad.status, 400);
     assert.equal(bad.body.code, "INVALID_REQUEST");

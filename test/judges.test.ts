@@ -116,6 +116,44 @@ describe("binary judges and templates", () => {
     assert.equal(fake.requests[0].body.messages[0].role, "system");
   });
 
+  test("feedbackKey is stored, shown, named in every result (SDK and reward routes) and bounded; a developer turn reaches the prompt", async () => {
+    await binary("helpful-judge", { feedbackKey: "helpfulness" });
+    const shown = await call(s.app, "GET", `${P}/graders/helpful-judge`);
+    assert.equal(shown.body.judge.feedbackKey, "helpfulness");
+    fake.fallback = { json: { reasoning: "fine", verdict: "PASS" } };
+    const one = await grade("helpful-judge", qa("Yes.", [{ role: "developer", content: "Answer in one word." }]));
+    assert.equal(one.status, 200);
+    assert.equal(one.body.metadata.feedbackKey, "helpfulness");
+    assert.match(String(fake.requests[0].body.messages.at(-1)?.content), /developer: Answer in one word\./);
+    const batch = await call(s.app, "POST", `${P}/graders/helpful-judge/grade-batch`, { threads: [qa("Yes."), qa("No.")] });
+    assert.deepEqual(
+      batch.body.results.map((r: { metadata: { feedbackKey: string } }) => r.metadata.feedbackKey),
+      ["helpfulness", "helpfulness"],
+    );
+    const reward = await s.app.inject({
+      method: "POST",
+      url: `${P}/graders/helpful-judge/reward/score`,
+      headers: { authorization: `Bearer ${await s.keyFor("judges")}` },
+      payload: { ...qa("Yes."), id: 3 },
+    });
+    assert.equal(reward.json().metadata.feedbackKey, "helpfulness");
+    assert.equal(reward.json().id, 3);
+    // the SDK's create takes it too
+    const sdk = new Gradebox({ baseURL: s.url, project: "judges", apiKey: await s.keyFor("judges") });
+    const created = await sdk.graders.create.binaryJudge({ key: "sdk-judge", criteria: "x", judgeModel: "m", feedbackKey: "sdk.key" });
+    assert.equal(created.judge?.type === "binary" && created.judge.feedbackKey, "sdk.key");
+    // without it, no field at all
+    assert.equal((await grade("polite", qa("Yes."))).body.metadata.feedbackKey, undefined);
+    const bad = await call(s.app, "POST", `${P}/graders/binary-judge`, {
+      key: "bad-fk",
+      criteria: "x",
+      judgeModel: "m",
+      feedbackKey: "has space",
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.detail, /feedbackKey must be 1 to 128 letters/);
+  });
+
   test("every template variable renders on a multi-turn thread with documents and tools", async () => {
     const template = [
       "completion={{{completion}}}",

@@ -97,6 +97,7 @@ const OPERATIONS = [
   "reward.batchScore",
   "reward.info",
   "reward.metadataSchema",
+  "reward.websocket",
 ];
 const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "keys", "reward", "account", "health"];
 

@@ -50,8 +50,24 @@ test("StringThread: empty thread, copies of turns, bad roles refused", () => {
   const t = new StringThread([["assistant", "x"]]);
   t.getTurns()[0][1] = "changed";
   assert.equal(t.completion(), "x");
-  // @ts-expect-error: an unknown role
-  assert.throws(() => new StringThread([["robot", "x"]]), /role "robot"/);
+  for (const role of ["", "x".repeat(65), "tab\there", "\u{1F600}"]) {
+    assert.throws(() => new StringThread([[role, "x"]]), /a role is 1 to 64 characters without control characters/, JSON.stringify(role));
+  }
   // @ts-expect-error: content must be a string
   assert.throws(() => new StringThread([{ role: "user", content: 5 }]), /content must be a string/);
+});
+
+test("StringThread keeps any role string verbatim: a developer turn is never read as system", () => {
+  const t = new StringThread([
+    ["developer", "be brief"],
+    ["user", "q"],
+    ["assistant", "a"],
+  ]);
+  assert.deepEqual(t.messages(), [
+    ["developer", "be brief"],
+    ["user", "q"],
+  ]);
+  assert.equal(t.completion(), "a");
+  assert.deepEqual(t.toJSON().turns[0], { role: "developer", content: "be brief" });
+  assert.equal(new StringThread([{ role: "ipython", content: "x" }]).completion(), null);
 });

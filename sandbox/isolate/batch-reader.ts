@@ -12,6 +12,8 @@ const sliceString = Function.prototype.call.bind(String.prototype.slice) as (tex
 const defineProperty = Object.defineProperty;
 const Offsets = Float64Array;
 const ArrayCtor = Array;
+const KNOWN = ROLES.length;
+const NO_ROLES: readonly string[] = [];
 
 /** Random access to the threads of a packed batch; each thread is decoded when it is asked for. */
 export class BatchReader {
@@ -22,19 +24,22 @@ export class BatchReader {
   private readonly textAt: Float64Array;
   /** per thread, where its group ends (exclusive); absent when the batch has no groups */
   private readonly groupEnd: Float64Array | undefined;
+  /** the batch's roles outside ROLES (role index ROLES.length + k is others[k]) */
+  private readonly others: readonly string[];
 
   constructor(
     head: string,
     private readonly text: string,
   ) {
-    const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>, number[]?];
+    const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>, (number[] | null)?, string[]?];
     this.nums = parsed[0];
     this.metadata = parsed[1];
+    this.others = parsed[3] ?? NO_ROLES;
     const count = this.metadata.length;
     this.numAt = new Offsets(count);
     this.textAt = new Offsets(count);
     const groups = parsed[2];
-    if (groups !== undefined) {
+    if (groups !== undefined && groups !== null) {
       const ends = new Offsets(count);
       for (let g = 0, at = 0; g < groups.length; g++) {
         const end = at + groups[g];
@@ -91,7 +96,7 @@ export class BatchReader {
       const end = pos + nums[n + 1];
       // defineProperty, not turns[i] =: an assignment would run a setter on Array.prototype
       defineProperty(turns, i, {
-        value: [ROLES[nums[n]], sliceString(this.text, pos, end)],
+        value: [this.role(nums[n]), sliceString(this.text, pos, end)],
         enumerable: true,
         writable: true,
         configurable: true,
@@ -100,6 +105,10 @@ export class BatchReader {
       n += 2;
     }
     return turns;
+  }
+
+  private role(index: number): string {
+    return index < KNOWN ? ROLES[index] : this.others[index - KNOWN];
   }
 
   metadataOf(t: number): Record<string, unknown> {

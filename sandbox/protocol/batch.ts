@@ -6,13 +6,16 @@
 // packBatch runs in the server's pool (and in the worker, for the sample thread of test_run);
 // the isolate's reader of it is isolate/batch-reader.ts.
 
-import { type Metadata, ROLES, type WireTurn } from "../../sdk/thread.ts";
+import { isRole, type Metadata, ROLE_RULE, ROLES, type WireTurn } from "../../sdk/thread.ts";
 
 export interface PackedBatch {
   count: number;
   /**
    * JSON: [[turn count, then role index and content length per turn, for each thread], [metadata
-   * or null per thread]], and with groups a third element, [the group sizes in order]
+   * or null per thread]], and with groups a third element, [the group sizes in order]. A role
+   * index below ROLES.length names a known role; the others index a fourth element, the batch's
+   * other roles in order of first use (then the third is null when there are no groups): a
+   * `developer` turn costs its string once per batch, not once per turn.
    */
   head: string;
   /** every turn's content, concatenated in order */
@@ -35,21 +38,35 @@ export function packBatch(
   const nums: number[] = [];
   const contents: string[] = [];
   const metadata: unknown[] = new Array(threads.length);
+  // roles outside ROLES, by their index (ROLES.length + position in `others`)
+  let otherIndex: Map<string, number> | undefined;
+  const others: string[] = [];
   for (let t = 0; t < threads.length; t++) {
     const turns = threads[t]?.turns;
     if (!Array.isArray(turns)) throw new TypeError(`thread ${t}: turns must be an array`);
     nums.push(turns.length);
     for (let i = 0; i < turns.length; i++) {
       const { role, content } = turns[i];
-      const index = ROLE_INDEX.get(role);
-      if (index === undefined) throw new TypeError(`thread ${t}, turn ${i}: role must be one of ${ROLES.join(", ")}`);
+      let index = ROLE_INDEX.get(role);
+      if (index === undefined) {
+        if (!isRole(role)) throw new TypeError(`thread ${t}, turn ${i}: ${ROLE_RULE}`);
+        otherIndex ??= new Map();
+        index = otherIndex.get(role);
+        if (index === undefined) {
+          index = ROLES.length + others.length;
+          otherIndex.set(role, index);
+          others.push(role);
+        }
+      }
       if (typeof content !== "string") throw new TypeError(`thread ${t}, turn ${i}: content must be a string`);
       nums.push(index, content.length);
       contents.push(content);
     }
     metadata[t] = threads[t].metadata ?? null;
   }
-  const head = `[[${nums.join(",")}],${JSON.stringify(metadata)}${groups === undefined ? "" : `,[${groups.join(",")}]`}]`;
+  const groupPart = groups === undefined ? (others.length ? ",null" : "") : `,[${groups.join(",")}]`;
+  const rolePart = others.length ? `,${JSON.stringify(others)}` : "";
+  const head = `[[${nums.join(",")}],${JSON.stringify(metadata)}${groupPart}${rolePart}]`;
   return { count: threads.length, head, text: contents.join(""), ...(groups === undefined ? {} : { groups: [...groups] }) };
 }
 

@@ -146,7 +146,8 @@ export class Endpoints {
     const label = `${target.project}/${target.key}`;
     const outcomes: GradeOutcome[] = new Array(threads.length);
     const pending = check ? await this.checkMetadata(target, check, threads, outcomes) : threads.map((_, i) => i);
-    const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: String(i) });
+    // the thread's index in the batch as the id: an integer, as Adaptive's protocol declares ids
+    const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: i });
     // one call per chunk (/batch_score) or per thread (/score); a call's failure is its items' error
     const calls: number[][] = [];
     const size = spec.batch ? spec.batchSize : 1;
@@ -267,7 +268,7 @@ export class Endpoints {
     const { responses } = parsed.data;
     if (responses.length !== requests.length)
       throw invalid(`/batch_score answered ${responses.length} responses to ${requests.length} requests`);
-    return responses.map((r, k) => scored(r, requests[k].id as string));
+    return responses.map((r, k) => scored(r, requests[k].id as number));
   }
 
   private async score(
@@ -278,7 +279,7 @@ export class Endpoints {
   ): Promise<GradeOutcome[]> {
     const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, secretHeaders, replyBytes(1)));
     if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
-    return [scored(parsed.data, request.id as string)];
+    return [scored(parsed.data, request.id as number)];
   }
 
   /**
@@ -345,9 +346,13 @@ const issue = (error: { issues: Array<{ path: PropertyKey[]; message: string }> 
   return first ? `${first.path.map(String).join(".") || "the body"}: ${first.message}` : "bad shape";
 };
 
-/** A response read as an isolate's result is: the id it must carry, finite reward, bounded metadata. */
-function scored(response: ScoreResponse, id: string): GradeOutcome {
-  if (response.id !== undefined && String(response.id) !== id) {
+/**
+ * A response read as an isolate's result is: the id it must carry, finite reward, bounded
+ * metadata. No id, or a null one (a stock Adaptive server writes `"id": null` when its scorer
+ * set none), says nothing of the order; an id must be the request's, as a number or its text.
+ */
+function scored(response: ScoreResponse, id: number): GradeOutcome {
+  if (response.id !== undefined && response.id !== null && response.id !== id && response.id !== String(id)) {
     throw invalid(`responses must come in the order of the requests: id ${JSON.stringify(response.id)} where ${id} was expected`);
   }
   const metadata = response.metadata ?? {};

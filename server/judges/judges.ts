@@ -129,7 +129,9 @@ export class Judges {
                     ? await gradePrebuilt(ask, spec, thread)
                     : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
               if ("invalid" in scored) return { error: { code: "INVALID_SCORE", message: scored.invalid } };
-              return { ...scored, metadata: { ...scored.metadata, model: client.spec.key, usage } };
+              // a binary judge's feedback key names what its score is, in every result (Adaptive writes scores to it)
+              const feedbackKey = spec.type === "binary" && spec.feedbackKey !== undefined ? { feedbackKey: spec.feedbackKey } : {};
+              return { ...scored, metadata: { ...scored.metadata, ...feedbackKey, model: client.spec.key, usage } };
             } catch (error) {
               if (error instanceof DeadlineError) return deadlineAbstention();
               const item = judgeItemError(error);

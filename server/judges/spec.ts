@@ -56,6 +56,17 @@ export const BinaryJudge = z
     criteria: z.string().min(1).max(10_000).describe("what a completion must do to PASS"),
     template: z.string().max(MAX_TEMPLATE_CHARS).optional().describe("a Handlebars template for the whole prompt; absent: ours"),
     templateVariables: TemplateVariableValues.optional(),
+    feedbackKey: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/,
+        "feedbackKey must be 1 to 128 letters, digits, '_', '.', ':', '/' or '-', starting with a letter or digit",
+      )
+      .optional()
+      .describe(
+        "the feedback key the judge's scores are written to (Adaptive's binary_judge(feedback_key=…)): stored, shown, and " +
+          "named in every result's metadata as feedbackKey",
+      ),
   })
   .describe("a binary judge: PASS (1) or FAIL (0) against its criteria")
   .meta({ id: "BinaryJudge" });

@@ -62,6 +62,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
             criteria: BinaryJudge.shape.criteria,
             template: BinaryJudge.shape.template,
             templateVariables: BinaryJudge.shape.templateVariables,
+            feedbackKey: BinaryJudge.shape.feedbackKey,
             samples: z
               .array(z.object({ thread: Thread }))
               .max(MAX_SAMPLES)
@@ -73,9 +74,9 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
       },
     },
     async (req, reply) => {
-      const { key, judgeModel, description, criteria, template, templateVariables, samples } = req.body;
+      const { key, judgeModel, description, criteria, template, templateVariables, feedbackKey, samples } = req.body;
       // the body's fields are the spec's own schemas: already validated
-      const spec: BinaryJudgeSpec = { type: "binary", model: judgeModel, criteria, template, templateVariables };
+      const spec: BinaryJudgeSpec = { type: "binary", model: judgeModel, criteria, template, templateVariables, feedbackKey };
       const row = await judgeGraders.create(req.params.project, { key, description, spec, samples: samples?.map((s) => s.thread) });
       return reply.code(201).send(detail(row));
     },

@@ -2,6 +2,7 @@
 // without our SDK: …/graders/{key}/reward/score, /batch_score, /info, /metadata_schema. Same
 // auth as the rest of /v1. The protocol has no per-item error: a batch with an item that fails
 // is answered with that item's error (422/502 with its code and `index`), as /score would be.
+// GET …/reward/ws is the same protocol over a WebSocket (reward-socket.ts).
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
@@ -16,6 +17,8 @@ import { named } from "../openapi.ts";
 import type { Provenance } from "../results.ts";
 import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
+import { upgradeRequest, wantsUpgrade } from "../websocket.ts";
+import { type Framing, serveRewardSocket } from "./reward-socket.ts";
 
 const RewardOut = z
   .object({
@@ -160,9 +163,71 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         },
       },
     },
-    async (req) => {
-      const { outcomes, provenance } = await grade(req.params.project, req.params.graderKey, [req.body], "grade");
-      return answer(outcomes[0], req.body, provenance);
+    async (req) => score(req.params.project, req.params.graderKey, req.body),
+  );
+
+  const BatchRequest = z
+    .strictObject({
+      requests: z
+        .array(Request)
+        .min(1)
+        .max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`)
+        .describe("the requests, in order"),
+    })
+    .describe("a batch of reward-server protocol requests");
+  const score = async (project: string, key: string, request: z.infer<typeof Request>) => {
+    const { outcomes, provenance } = await grade(project, key, [request], "grade");
+    return answer(outcomes[0], request, provenance);
+  };
+  const batchScore = async (project: string, key: string, { requests }: z.infer<typeof BatchRequest>) => {
+    const { outcomes, provenance } = await grade(project, key, requests, "grade-batch");
+    return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
+  };
+
+  app.get(
+    `${base}/ws`,
+    {
+      schema: {
+        operationId: "reward.websocket",
+        tags: ["reward"],
+        summary: "Reward server: WebSocket",
+        description:
+          "The reward-server protocol over a WebSocket (Adaptive's RewardClient.connect_websocket), authenticated at the upgrade. " +
+          "Each text message is `{id, turns, metadata?}` (score) or `{id, requests}` (batch_score) with an integer or string id; " +
+          "each answer carries its request's id and answers come as requests finish, in any order. Answers are framed as " +
+          "Adaptive's servers frame them, `{id, total_num_chunks}` then `{id, chunk}` messages whose chunks joined are the " +
+          "response (framing=whole: the response itself, one message); a failure is `{id, error: {code, message}}`. At most " +
+          "64 requests of a socket are graded at once (it is not read past them); a message over the body limit closes it " +
+          "(1009), a binary one (1003), 16 invalid ones (1008). Without an upgrade: 400 INVALID_REQUEST.",
+        params: GraderParams,
+        querystring: z
+          .object({
+            framing: z
+              .enum(["chunks", "whole"])
+              .default("chunks")
+              .describe("chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer"),
+          })
+          .describe("how answers are framed"),
+        response: errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "INVALID_REQUEST"),
+      },
+    },
+    async (req, reply) => {
+      const { project, graderKey } = req.params;
+      if (!wantsUpgrade(req)) {
+        throw new AppError(
+          "INVALID_REQUEST",
+          `${base.replace(":project", project).replace(":graderKey", graderKey)}/ws is a WebSocket: connect with Upgrade: websocket (ws:// or wss://)`,
+        );
+      }
+      // an unknown grader is refused over HTTP, before the upgrade
+      await store.mustGet(project, graderKey);
+      const ws = await upgradeRequest(fastify, req, reply);
+      serveRewardSocket(ws, req.query.framing as Framing, {
+        score: Request,
+        batch: BatchRequest,
+        onScore: (request) => score(project, graderKey, request),
+        onBatch: (request) => batchScore(project, graderKey, request),
+      });
     },
   );
 
@@ -177,25 +242,13 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
           "Scores a batch of reward-server protocol requests (at most maxBatchThreads), answered in order. The protocol has no " +
           "per-item error: a request that fails makes the response that request's error (422 or 502), with its `index`.",
         params: GraderParams,
-        body: z
-          .strictObject({
-            requests: z
-              .array(Request)
-              .min(1)
-              .max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`)
-              .describe("the requests, in order"),
-          })
-          .describe("a batch of reward-server protocol requests"),
+        body: BatchRequest,
         response: {
           200: json("Each request's reward", RewardBatchResponse),
           ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "ABSTAINED", ...GRADING),
         },
       },
     },
-    async (req) => {
-      const { requests } = req.body;
-      const { outcomes, provenance } = await grade(req.params.project, req.params.graderKey, requests, "grade-batch");
-      return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
-    },
+    async (req) => batchScore(req.params.project, req.params.graderKey, req.body),
   );
 }

@@ -235,18 +235,23 @@ _batch_text = ""
 _batch_nums: list[int] = []
 _batch_metadata: list[Any] = []
 _batch_starts: list[tuple[int, int]] = []
+_batch_roles: tuple = ROLES
 
 
 def load_batch(head: str, text: Any, wide: bool) -> None:
     """Holds a packed batch: head is JSON [[turn count, then role index and content length per
-    turn, for each thread], [metadata or null per thread]]; text is every turn's content in
+    turn, for each thread], [metadata or null per thread], then optionally the group sizes (or
+    null) and the batch's roles outside ROLES (role index len(ROLES) + k names the k-th of
+    them: sandbox/protocol/batch.ts); text is every turn's content in
     order, as a buffer (bytes, or a JavaScript typed array) of Latin-1 bytes or, when `wide`,
     UTF-16-LE units without surrogates: either way its lengths are code points here."""
-    global _batch_text, _batch_nums, _batch_metadata, _batch_starts
-    _batch_text, _batch_nums, _batch_metadata, _batch_starts = "", [], [], []
+    global _batch_text, _batch_nums, _batch_metadata, _batch_starts, _batch_roles
+    _batch_text, _batch_nums, _batch_metadata, _batch_starts, _batch_roles = "", [], [], [], ROLES
     raw = text if isinstance(text, (bytes, bytearray)) else text.to_bytes()
     text = raw.decode("utf-16-le" if wide else "latin-1")
-    nums, metadata = _loads(head)
+    parsed = _loads(head)
+    nums, metadata = parsed[0], parsed[1]
+    roles = ROLES + tuple(parsed[3]) if len(parsed) > 3 else ROLES
     starts = []
     n = pos = 0
     for _ in range(len(metadata)):
@@ -256,13 +261,13 @@ def load_batch(head: str, text: Any, wide: bool) -> None:
         for _ in range(count):
             pos += nums[n + 1]
             n += 2
-    _batch_text, _batch_nums, _batch_metadata, _batch_starts = text, nums, metadata, starts
+    _batch_text, _batch_nums, _batch_metadata, _batch_starts, _batch_roles = text, nums, metadata, starts, roles
 
 
 def grade_slice(start: int, end: int, emit: Callable[[Union[float, str]], bool]) -> None:
     """Grades the held batch's threads start..end-1, emitting each one's result as it is made."""
     text, nums, metadata, starts = _batch_text, _batch_nums, _batch_metadata, _batch_starts
-    roles = ROLES
+    roles = _batch_roles
     for t in range(start, min(end, len(starts))):
         n, pos = starts[t]
         count = nums[n]

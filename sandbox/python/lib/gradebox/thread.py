@@ -11,9 +11,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Optional, Tuple, Union
 
-Role = Literal["system", "user", "assistant", "tool", "document"]
+# The roles Gradebox names itself. Any other role string a conversation carries (OpenAI's
+# ``developer``, ``ipython``, ...) travels as it is: 1 to 64 characters of the Basic Multilingual
+# Plane, none a control character (sdk/thread.ts's isRole). No accessor aliases one role to
+# another: a ``developer`` turn is never read as ``system``.
+KnownRole = Literal["system", "user", "assistant", "tool", "document"]
+Role = str
 ROLES: Tuple[str, ...] = ("system", "user", "assistant", "tool", "document")
+MAX_ROLE_LENGTH = 64
 Turn = Tuple[str, str]
+
+
+def is_role(role: Any) -> bool:
+    """Whether ``role`` may be a turn's role: a known role, or any text within the rule above."""
+    if not isinstance(role, str):
+        return False
+    if role in ROLES:
+        return True
+    if not 0 < len(role) <= MAX_ROLE_LENGTH:
+        return False
+    for ch in role:
+        c = ord(ch)
+        if c < 0x20 or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xDFFF or c > 0xFFFF:
+            return False
+    return True
+
 
 _new = object.__new__
 
@@ -27,8 +49,11 @@ def _turn(turn: Any, i: int) -> Turn:
         role, content = turn.get("role"), turn.get("content")
     else:
         raise TypeError(f"StringThread: turn {i} must be a (role, content) pair, got {type(turn).__name__}")
-    if not isinstance(role, str) or role not in ROLES:
-        raise ValueError(f"StringThread: turn {i} has role {role!r}; expected one of {', '.join(ROLES)}")
+    if not is_role(role):
+        raise ValueError(
+            f"StringThread: turn {i} has role {role!r}; a role is 1 to {MAX_ROLE_LENGTH} characters without control characters "
+            f"(e.g. {', '.join(ROLES)}, developer)"
+        )
     if not isinstance(content, str):
         raise TypeError(f"StringThread: turn {i} content must be a str, got {type(content).__name__}")
     return (str(role), str(content))
@@ -143,4 +168,4 @@ class StringThread:
         return f"StringThread({self.get_turns()!r}, metadata={self.metadata!r})"
 
 
-__all__ = ["ROLES", "Role", "StringThread", "Turn"]
+__all__ = ["MAX_ROLE_LENGTH", "ROLES", "KnownRole", "Role", "StringThread", "Turn", "is_role"]

@@ -241,6 +241,17 @@ class Slices(unittest.TestCase):
         _sandbox.grade_slice(0, 1, lambda v: out.append(json.loads(v)) or True)
         self.assertEqual(out[0]["metadata"]["turns"], [["user", "q"], ["assistant", "é!"]])
 
+    def test_roles_outside_roles_come_from_the_heads_table(self) -> None:
+        # developer "d", user "q", ipython "x" | developer "y", with and without groups (null)
+        for groups in ("null", "[2]"):
+            head = f'[[3,5,1,1,1,6,1,1,5,1],[null,null],{groups},["developer","ipython"]]'
+            run(self.SOURCE.replace("float(len(c))", "1.0"))
+            _sandbox.load_batch(head, b"dqxy", False)
+            out: list = []
+            _sandbox.grade_slice(0, 2, lambda v: out.append(json.loads(v)) or True)
+            self.assertEqual(out[0]["metadata"]["turns"], [["developer", "d"], ["user", "q"], ["ipython", "x"]])
+            self.assertEqual(out[1]["metadata"]["turns"], [["developer", "y"]])
+
     def test_a_slice_starts_where_asked_and_stops_when_emit_says_so(self) -> None:
         self.assertEqual([o["metadata"]["meta"] for o in self.slice(2, 4) if "metadata" in o], [{"x": [1]}])
         self.assertEqual(len(self.slice(0, 4, stop_after=2)), 2)

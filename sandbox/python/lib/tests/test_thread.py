@@ -55,9 +55,18 @@ class Reading(unittest.TestCase):
         self.assertEqual(t.get_turns(), [("user", "q"), ("document", "d")])
         self.assertEqual(t.to_dict(), {"turns": [{"role": "user", "content": "q"}, {"role": "document", "content": "d"}], "metadata": {"a": 1}})
 
+    def test_any_role_string_is_kept_verbatim(self) -> None:
+        t = StringThread([("developer", "be brief"), ("user", "q"), ("assistant", "a")])
+        # never aliased: a developer turn is not a system turn, and messages() keeps it as it is
+        self.assertEqual(t.messages(), [("developer", "be brief"), ("user", "q")])
+        self.assertEqual(t.completion(), "a")
+        self.assertEqual(StringThread([("ipython", "x")]).completion(), None)
+        self.assertEqual(StringThread([("é" * 64, "x")]).get_turns()[0][0], "é" * 64)
+
     def test_bad_turns_are_refused(self) -> None:
-        with self.assertRaisesRegex(ValueError, "turn 0 has role 'robot'"):
-            StringThread([("robot", "x")])
+        for role in ("", "a" * 65, "tab\there", "\U0001F600", 3, None):
+            with self.assertRaisesRegex(ValueError, "turn 0 has role .*; a role is 1 to 64 characters"):
+                StringThread([(role, "x")])
         with self.assertRaisesRegex(TypeError, "turn 1 content must be a str"):
             StringThread([("user", "x"), ("user", 3)])
         with self.assertRaisesRegex(TypeError, "turns must be a list"):
