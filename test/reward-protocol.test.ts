@@ -216,7 +216,8 @@ describe("the protocol over plain HTTP", () => {
     };
     const one = await post("roles", "score", request);
     assert.equal(one.status, 200);
-    assert.deepEqual((await one.json()).metadata, { roles: ["developer", "user", "ipython", "assistant"], prompt: 3 });
+    const { roles, prompt } = (await one.json()).metadata;
+    assert.deepEqual({ roles, prompt }, { roles: ["developer", "user", "ipython", "assistant"], prompt: 3 });
     const batch = await post("roles", "batch_score", { requests: [request, { turns: [{ role: "developer", content: "x" }] }] });
     assert.deepEqual(
       (await batch.json()).responses.map((r: { metadata: { roles: string[] } }) => r.metadata.roles),
@@ -382,7 +383,8 @@ describe("the protocol over a WebSocket (…/reward/ws)", () => {
     assert.equal(errorOf(1)?.code, "INVALID_REQUEST");
     assert.match(String(errorOf(1)?.message), /turns\.0\.role/);
     assert.equal(errorOf(2)?.code, "GRADER_ERROR");
-    assert.deepEqual(socket.answers.get(3), { id: 3, reward: 1, metadata: {} });
+    const third = socket.answers.get(3) as { id: number; reward: number; metadata: { gradebox: { provenance: { grader: string } } } };
+    assert.deepEqual([third.id, third.reward, third.metadata.gradebox.provenance.grader], [3, 1, "thrower"]);
     // a binary message ends the socket
     socket.ws.send(Buffer.from([1, 2, 3]), { binary: true });
     await socket.until(() => socket.closed !== undefined);
