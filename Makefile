@@ -9,7 +9,7 @@ TESTS := $(if $(FILES),$(FILES),$(ALL_TESTS))
 # the suites that need a browser, packed packages, Python, PostgreSQL or HAProxy, or take minutes
 SLOW_TESTS := $(addprefix test/,$(addsuffix .test.ts,console console-charts packages python-client multinode infra cli-bundle docs offheap install python-exit))
 
-.PHONY: install run build test test-fast test-postgres check bench soak clean package
+.PHONY: install run build test test-fast test-postgres test-trainers check bench soak clean package
 
 .node/bin/node: scripts/ensure-node.sh
 	scripts/ensure-node.sh
@@ -61,6 +61,13 @@ test-fast: check
 test-postgres: install
 	scripts/ensure-postgres.sh
 	$(NODE) scripts/test-postgres.ts $(FILES)
+
+# Optional, not part of `make test`: a real GRPOTrainer step (TRL) on a tiny model built here, its
+# rewards from the Python client's blocking and async adapters against a real server, with trl and
+# torch installed into a throwaway venv from the machine's local package index only. Says so and
+# passes when trl cannot be installed (test/support/trainers.sh).
+test-trainers: install
+	test/support/trainers.sh
 
 # sdk/wire.ts, the SDK's wire types: generated from the server's OpenAPI document, so run it after
 # changing the server's zod schemas (test/wire-types.test.ts fails until then).

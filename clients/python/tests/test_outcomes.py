@@ -352,7 +352,11 @@ def test_the_reward_function_logs_only_where_trl_passes_loggers(stub: Stub) -> N
         ("judge/deadline_exceeded", 0.0),
         ("judge/version", 4.0),
     ]
-    assert extra == [("judge/outcome", ["scored", "abstained", "scored"]), ("judge/reason", ["right", "GRADER_ABSTAINED: unsure", ""])]
+    assert extra == [
+        ("judge/outcome", ["scored", "abstained", "scored"]),
+        ("judge/reason", ["right", "GRADER_ABSTAINED: unsure", ""]),
+        ("judge/format", [1, None, 0.5]),  # each sample's component beside it in TRL's completions table; "empty" has none
+    ]
     body = _bodies(stub)[0]
     assert 1 <= body["deadlineMs"] <= 2000
     assert all(set(t.get("metadata", {})) == set() for t in body["threads"])  # the loggers are no dataset columns

@@ -12,14 +12,14 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._source import SourceMap, language_of_file, mapped_function_source
-from ._transport import ResponseTooLarge, StaleConnection, Transport
+from ._transport import Response, ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
 from ._summary import summarize
 from .errors import APIConnectionError, APIError, APITimeoutError, GradeboxError, GraderValidationError, error_from_response
@@ -221,6 +221,51 @@ class Gradebox:
     ) -> tuple[Any, str | None]:
         """One API call; returns the parsed JSON (None for an empty answer) and the request id.
         ``retry``: True when repeating the request cannot change the outcome."""
+        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query)
+        while True:
+            try:
+                response = self._transport.send(method, call.path, call.headers, call.data, fresh=not retry)
+            except StaleConnection as stale:
+                call.stale(stale)
+                continue
+            except ResponseTooLarge as large:
+                raise call.too_large(large) from None
+            except (OSError, http.client.HTTPException) as error:  # TimeoutError is an OSError
+                time.sleep(call.failed(error))
+                continue
+            outcome = call.answered(response)
+            if isinstance(outcome, _Retry):
+                time.sleep(outcome.wait)
+                continue
+            return outcome
+
+
+class _Retry:
+    """What _Call says when a request is worth repeating: wait this many seconds first."""
+
+    __slots__ = ("wait",)
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+
+class _Call:
+    """One API call's request and its retry policy, apart from the I/O, so that the blocking
+    client and AsyncGradebox send the same requests and read the answers alike: each failure or
+    answer is handed here, which raises, returns the result, or says how long to wait before
+    the next attempt."""
+
+    def __init__(
+        self,
+        client: Any,
+        method: str,
+        path: str,
+        *,
+        retry: bool,
+        body: object = None,
+        raw_body: bytes | None = None,
+        query: Mapping[str, str | int | None] | None = None,
+    ) -> None:
         if query:
             kept = {k: str(v) for k, v in query.items() if v is not None}
             if kept:
@@ -231,64 +276,72 @@ class Gradebox:
             headers["content-type"] = "application/json"
         elif method not in ("GET", "HEAD"):
             data = b""
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
+        if client._api_key:
+            headers["authorization"] = f"Bearer {client._api_key}"
+        self.method, self.path, self.headers, self.data = method, path, headers, data
+        self.retry = retry
+        self._max_retries: int = client.max_retries
+        self._timeout: float = client.timeout
+        self._base_url: str = client.base_url
+        self._attempt = 0
+        self._stale_retried = False
 
-        attempt = 0
-        stale_retried = False
-        while True:
-            can_retry = retry and attempt < self.max_retries
-            try:
-                response = self._transport.send(method, path, headers, data, fresh=not retry)
-            except StaleConnection as stale:
-                # the server closed a kept-alive connection: the request never reached it
-                if retry and not stale_retried:
-                    stale_retried = True
-                    continue
-                raise APIConnectionError(f"{method} {path}: the connection was closed: {stale.cause}") from stale.cause
-            except ResponseTooLarge as large:
-                raise APIError(
-                    large.status,
-                    "RESPONSE_TOO_LARGE",
-                    large.headers.get("x-request-id"),
-                    f"{method} {path}: {large}",
-                ) from None
-            except (OSError, http.client.HTTPException) as error:  # TimeoutError is an OSError
-                if can_retry:
-                    time.sleep(_backoff(attempt))
-                    attempt += 1
-                    continue
-                if isinstance(error, TimeoutError):
-                    raise APITimeoutError(f"{method} {path} timed out after {self.timeout:g} s") from error
-                if isinstance(error, http.client.HTTPException):  # a malformed answer
-                    raise APIConnectionError(f"{method} {path}: {type(error).__name__}: {error}") from error
-                raise APIConnectionError(f"cannot reach Gradebox at {self.base_url}: {error}") from error
+    @property
+    def _can_retry(self) -> bool:
+        return self.retry and self._attempt < self._max_retries
 
-            request_id = response.headers.get("x-request-id")
-            text = response.body.decode("utf-8", errors="replace")
-            if 200 <= response.status < 300:
-                if not text:
-                    return None, request_id
-                try:
-                    return json.loads(text), request_id
-                except ValueError:
-                    raise APIError(
-                        response.status, "INVALID_RESPONSE", request_id, f"{method} {path}: the answer is not JSON: {text[:200]!r}"
-                    ) from None
+    def stale(self, stale: StaleConnection) -> None:
+        """The server closed a kept-alive connection: the request never reached it; repeated
+        once at once (returns), else raised."""
+        if self.retry and not self._stale_retried:
+            self._stale_retried = True
+            return
+        raise APIConnectionError(f"{self.method} {self.path}: the connection was closed: {stale.cause}") from stale.cause
+
+    def too_large(self, large: ResponseTooLarge) -> APIError:
+        return APIError(large.status, "RESPONSE_TOO_LARGE", large.headers.get("x-request-id"), f"{self.method} {self.path}: {large}")
+
+    def failed(self, error: BaseException) -> float:
+        """No answer (refused, reset, timed out, malformed): the seconds to wait before trying
+        again, or raises."""
+        if self._can_retry:
+            wait = _backoff(self._attempt)
+            self._attempt += 1
+            return wait
+        if isinstance(error, TimeoutError):
+            raise APITimeoutError(f"{self.method} {self.path} timed out after {self._timeout:g} s") from error
+        if isinstance(error, http.client.HTTPException):  # a malformed answer
+            raise APIConnectionError(f"{self.method} {self.path}: {type(error).__name__}: {error}") from error
+        raise APIConnectionError(f"cannot reach Gradebox at {self._base_url}: {error}") from error
+
+    def answered(self, response: Response) -> tuple[Any, str | None] | _Retry:
+        """The parsed JSON and the request id, a _Retry, or raises the answer's error."""
+        method, path = self.method, self.path
+        request_id = response.headers.get("x-request-id")
+        text = response.body.decode("utf-8", errors="replace")
+        if 200 <= response.status < 300:
+            if not text:
+                return None, request_id
             try:
-                problem = json.loads(text)
+                return json.loads(text), request_id
             except ValueError:
-                problem = None
-            if not isinstance(problem, dict):
-                problem = {"detail": text[:500]} if text else {}
-            if can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
-                wait = _retry_after(response.headers.get("retry-after"))
-                time.sleep(_backoff(attempt) if wait is None else wait)
-                attempt += 1
-                continue
-            if request_id is None and isinstance(problem.get("requestId"), str):
-                request_id = problem["requestId"]
-            raise error_from_response(response.status, problem, request_id)
+                raise APIError(
+                    response.status, "INVALID_RESPONSE", request_id, f"{method} {path}: the answer is not JSON: {text[:200]!r}"
+                ) from None
+        try:
+            problem = json.loads(text)
+        except ValueError:
+            problem = None
+        if not isinstance(problem, dict):
+            problem = {"detail": text[:500]} if text else {}
+        if self._can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
+            wait = _retry_after(response.headers.get("retry-after"))
+            retry = _Retry(_backoff(self._attempt) if wait is None else wait)
+            self._attempt += 1
+            return retry
+        if request_id is None and isinstance(problem.get("requestId"), str):
+            request_id = problem["requestId"]
+        raise error_from_response(response.status, problem, request_id)
 
 
 class _Create:
@@ -317,29 +370,41 @@ class _Create:
         checks: GraderValidationError (``check``, ``line``, ``column``: for ``fn``, in its file) when one fails,
         ConflictError (GRADER_EXISTS) when the key is taken. Not retried: a create is not safe
         to repeat."""
-        if sum(x is not None for x in (fn, source, file)) != 1:
-            raise GradeboxError("pass exactly one of fn, source or file (create_function: source or path)")
-        if language is not None and language not in LANGUAGES:
-            raise GradeboxError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
-        source_map: SourceMap | None = None
-        if fn is not None:
-            if language not in (None, "python"):
-                raise GradeboxError(f"fn is a Python function, not {language} source: pass it as source= or file=")
-            source, source_map = mapped_function_source(fn)
-            language = "python"
-        elif file is not None:
-            source = Path(file).read_text(encoding="utf-8")
-            language = language or language_of_file(os.fspath(file))
-        body: dict[str, Any] = {"key": key, "source": source, "description": description}
-        if language is not None:
-            body["language"] = language
+        body, source_map = _create_body(key, fn, source, file, description, language)
         try:
             return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path(), body=body, retry=False)[0])
         except GraderValidationError as error:
-            if source_map is not None:
-                # the server counts the sent source (imports, then the renamed def): point into the user's file
-                error._file_position = source_map.position(error.source_line, error.source_column)
+            _point_into_file(error, source_map)
             raise
+
+
+def _create_body(
+    key: str, fn: Any, source: str | None, file: str | os.PathLike[str] | None, description: str, language: str | None
+) -> tuple[dict[str, Any], SourceMap | None]:
+    """create.function's request body, and where the sent source's lines come from (for ``fn``)."""
+    if sum(x is not None for x in (fn, source, file)) != 1:
+        raise GradeboxError("pass exactly one of fn, source or file (create_function: source or path)")
+    if language is not None and language not in LANGUAGES:
+        raise GradeboxError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
+    source_map: SourceMap | None = None
+    if fn is not None:
+        if language not in (None, "python"):
+            raise GradeboxError(f"fn is a Python function, not {language} source: pass it as source= or file=")
+        source, source_map = mapped_function_source(fn)
+        language = "python"
+    elif file is not None:
+        source = Path(file).read_text(encoding="utf-8")
+        language = language or language_of_file(os.fspath(file))
+    body: dict[str, Any] = {"key": key, "source": source, "description": description}
+    if language is not None:
+        body["language"] = language
+    return body, source_map
+
+
+def _point_into_file(error: GraderValidationError, source_map: SourceMap | None) -> None:
+    # the server counts the sent source (imports, then the renamed def): point into the user's file
+    if source_map is not None:
+        error._file_position = source_map.position(error.source_line, error.source_column)
 
 
 class Graders:
@@ -475,7 +540,55 @@ class Graders:
     ) -> tuple[BatchResult, builtins.list[str | None]]:
         """grade_batch's answer, and the request id that answered each result (None for one the
         client abstained on)."""
-        started = time.monotonic()
+        plan = _BatchPlan(
+            self._key_path(key, "/grade-batch"),
+            threads,
+            version,
+            deadline_ms=deadline_ms,
+            on_unavailable=on_unavailable,
+            group_by=group_by,
+            groups=groups,
+            summary=summary,
+        )
+
+        def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
+            raw = plan.body(indexes, pinned, first)
+            if raw is None:
+                return _Chunk.expired(indexes, pinned)
+            answer, request_id = self._client._request("POST", plan.path, raw_body=raw, retry=True)
+            return _Chunk.parse(answer, indexes, request_id)
+
+        parts = plan.parts(self._client.limits) if plan.encoded else []
+        if not parts:
+            # the server's own answer (400: a batch holds at least one thread)
+            chunks = [send([], version, True)]
+        elif version is not None or len(parts) == 1:
+            chunks = list(self._client._pool().map(lambda part: send(part, version, part is parts[0]), parts))
+        else:
+            # the first graded alone: its version pins the others
+            first = send(parts[0], None, True)
+            chunks = [first, *self._client._pool().map(lambda part: send(part, first.version, False), parts[1:])]
+        return plan.merge(chunks)
+
+
+class _BatchPlan:
+    """One grade_batch call apart from its I/O (shared by Gradebox and AsyncGradebox): the
+    arguments checked, the threads encoded once, cut into requests the server's limits admit
+    (never through a group), each request's body, and the answers merged."""
+
+    def __init__(
+        self,
+        path: str,
+        threads: Sequence[Mapping[str, Any]],
+        version: int | None,
+        *,
+        deadline_ms: int | None,
+        on_unavailable: OnUnavailable | None,
+        group_by: str | None,
+        groups: Sequence[int] | None,
+        summary: bool | Mapping[str, Any] | None,
+    ) -> None:
+        self.started = time.monotonic()
         if deadline_ms is not None and (
             isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 1 <= deadline_ms <= MAX_DEADLINE_MS
         ):
@@ -493,49 +606,50 @@ class Graders:
                 raise ValueError(f"groups has {len(groups)} indexes for {len(wires)} threads: pass one group index per thread")
             if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in groups):
                 raise ValueError("groups holds whole numbers >= 0: one group index per thread")
-        encoded = [_dumps(w) for w in wires]
-        fields: dict[str, Any] = {}
+        self.path = path
+        self.version = version
+        self.deadline_ms = deadline_ms
+        self.groups: list[int] | None = None if groups is None else list(groups)
+        self.summary = summary
+        self.encoded = [_dumps(w) for w in wires]
+        self.fields: dict[str, Any] = {}
         if on_unavailable is not None:
-            fields["onUnavailable"] = _on_unavailable(on_unavailable)
+            self.fields["onUnavailable"] = _on_unavailable(on_unavailable)
         if group_by is not None:
-            fields["groupBy"] = group_by
+            self.fields["groupBy"] = group_by
         if summary is not None and summary is not False:
-            fields["summary"] = summary
-        path = self._key_path(key, "/grade-batch")
+            self.fields["summary"] = summary
+        self.units = _units(wires, group_by, self.groups) if wires else []
+        self.grouped = group_by is not None or groups is not None
 
-        def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
-            body = dict(fields)
-            if pinned is not None:
-                body["version"] = pinned
-            if groups is not None:
-                body["groups"] = [groups[i] for i in indexes]
-            if deadline_ms is not None:
-                left = deadline_ms - round((time.monotonic() - started) * 1000)
-                if left < 1 and not first:  # the first is always sent: the answer needs its version
-                    return _Chunk.expired(indexes, pinned)
-                body["deadlineMs"] = max(1, left)
-            tail = _dumps(body)
-            raw = b'{"threads":[' + b",".join(encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
-            answer, request_id = self._client._request("POST", path, raw_body=raw, retry=True)
-            return _Chunk.parse(answer, indexes, request_id)
+    def parts(self, limits: Callable[[], Limits]) -> list[list[int]]:
+        """The requests to send: each a list of thread indexes (``limits`` is read only when
+        there are threads)."""
+        if not self.encoded:
+            return []
+        got = limits()
+        groups = self.groups
+        per_thread = [len(e) + 1 + (len(str(groups[i])) + 1 if groups is not None else 0) for i, e in enumerate(self.encoded)]
+        return _pack(self.units, per_thread, got["maxBatchThreads"], got["maxBodyBytes"] - len(_dumps(self.fields)))
 
-        if len(encoded) == 0:
-            # the server's own answer (400: a batch holds at least one thread)
-            chunks = [send([], version, True)]
-            units: builtins.list[builtins.list[int]] = []
-        else:
-            units = _units(wires, group_by, groups)
-            limits = self._client.limits()
-            per_thread = [len(e) + 1 + (len(str(groups[i])) + 1 if groups is not None else 0) for i, e in enumerate(encoded)]
-            parts = _pack(units, per_thread, limits["maxBatchThreads"], limits["maxBodyBytes"] - len(_dumps(fields)))
-            if version is not None or len(parts) == 1:
-                chunks = list(self._client._pool().map(lambda part: send(part, version, part is parts[0]), parts))
-            else:
-                # the first graded alone: its version pins the others
-                first = send(parts[0], None, True)
-                chunks = [first, *self._client._pool().map(lambda part: send(part, first.version, False), parts[1:])]
-        grouped = group_by is not None or groups is not None
-        return _merge(chunks, len(encoded), summary, units if grouped else None, deadline_ms is not None)
+    def body(self, indexes: list[int], pinned: int | None, first: bool) -> bytes | None:
+        """One request's body, or None when the deadline passed before it was sent (the first
+        is always sent: the answer needs its version)."""
+        body = dict(self.fields)
+        if pinned is not None:
+            body["version"] = pinned
+        if self.groups is not None:
+            body["groups"] = [self.groups[i] for i in indexes]
+        if self.deadline_ms is not None:
+            left = self.deadline_ms - round((time.monotonic() - self.started) * 1000)
+            if left < 1 and not first:
+                return None
+            body["deadlineMs"] = max(1, left)
+        tail = _dumps(body)
+        return b'{"threads":[' + b",".join(self.encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
+
+    def merge(self, chunks: list[_Chunk]) -> tuple[BatchResult, list[str | None]]:
+        return _merge(chunks, len(self.encoded), self.summary, self.units if self.grouped else None, self.deadline_ms is not None)
 
 
 class Secrets:

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .errors import GRADE_ERROR_STATUS, APIError, GraderRuntimeError
-from .types import ROLES, Thread, Turn
+from .formats import message_turns
+from .types import Thread, Turn
 
 if TYPE_CHECKING:
+    from .async_client import AsyncGradebox
     from .client import Gradebox
-    from .results import BatchResult
+    from .results import BatchResult, Result
 
-__all__ = ["EXCLUDED_COLUMNS", "OnError", "RewardFunction", "build_threads"]
+__all__ = ["EXCLUDED_COLUMNS", "AsyncRewardFunction", "OnError", "RewardFunction", "build_threads", "reason_of"]
 
 #: what a failed item becomes: "raise" (GraderRuntimeError naming the item), None (no reward
 #: for the sample, as an abstention), or this reward
@@ -59,32 +61,14 @@ def _json_value(value: object, depth: int = 0) -> object:
     return _SKIP
 
 
-def _content(content: object, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if content is None:  # e.g. an assistant message that only calls tools
-        return ""
-    if isinstance(content, Sequence):  # multi-part content: its text parts
-        texts = [p.get("text") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
-        if all(isinstance(t, str) for t in texts):
-            return "\n".join(cast("list[str]", texts))
-    raise TypeError(f"{where}: content must be a string (or a list of text parts), not {type(content).__name__}")
-
-
 def _messages(value: object, where: str) -> list[Turn]:
+    """A prompt's or completion's messages as turns, by the rules of gradebox.formats (OpenAI's
+    developer role is system, content parts' text joined, None content is "")."""
     if isinstance(value, Mapping):
         value = [value]
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise TypeError(f"{where}: expected a string or a list of {{'role', 'content'}} messages, not {type(value).__name__}")
-    turns: list[Turn] = []
-    for j, message in enumerate(value):
-        if not isinstance(message, Mapping):
-            raise TypeError(f"{where}, message {j}: a message is a dict with role and content, not {type(message).__name__}")
-        role = message.get("role")
-        if role not in ROLES:
-            raise ValueError(f"{where}, message {j}: role {role!r} is not one of {', '.join(ROLES)}")
-        turns.append(cast(Turn, {"role": role, "content": _content(message.get("content"), f"{where}, message {j}")}))
-    return turns
+    return message_turns(value, where) if len(value) else []
 
 
 def _metadata_columns(dataset_columns: Mapping[str, Any], n: int, columns: Sequence[str] | None) -> dict[str, Sequence[object]]:
@@ -158,7 +142,118 @@ def build_threads(
     return threads
 
 
-class RewardFunction:
+class _RewardBase:
+    """What the blocking and the async reward functions share: their settings, the threads they
+    grade, how results become rewards and what they log."""
+
+    __name__: str
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        *,
+        version: int | None = None,
+        on_error: OnError = None,
+        columns: Sequence[str] | None = None,
+        name: str | None = None,
+        deadline_ms: int | None = None,
+        on_unavailable: Literal["error", "abstain"] | None = None,
+        group_by: str | None = None,
+        as_float: bool = False,
+    ) -> None:
+        if isinstance(on_error, bool) or not (on_error is None or on_error == "raise" or isinstance(on_error, (int, float))):
+            raise ValueError(f'on_error must be "raise", None or a number, not {on_error!r}')
+        if deadline_ms is not None and (isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 1):
+            raise ValueError(f"deadline_ms must be a whole number of milliseconds >= 1, not {deadline_ms!r}")
+        if on_unavailable not in (None, "error", "abstain"):
+            raise ValueError(f'on_unavailable is "error" or "abstain", not {on_unavailable!r}')
+        self.client = client
+        self.key = key
+        self.version = version
+        self.on_error: OnError = on_error if on_error is None or on_error == "raise" else float(on_error)
+        self.columns = None if columns is None else list(columns)
+        self.deadline_ms = deadline_ms
+        self.on_unavailable = on_unavailable
+        self.group_by = group_by
+        self.as_float = as_float
+        self.__name__ = name or key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r}, project={self.client.project!r}, on_error={self.on_error!r})"
+
+    def _batch_options(self) -> dict[str, Any]:
+        return {"deadline_ms": self.deadline_ms, "on_unavailable": self.on_unavailable, "group_by": self.group_by}
+
+    def _finish(
+        self, batch: BatchResult, request_ids: list[str | None], n: int, dataset_columns: Mapping[str, Any]
+    ) -> list[float | None]:
+        """The rewards of a graded batch (or the error on_error="raise" asks for), after logging
+        to TRL's log_metric and log_extra when it passed them."""
+        results = batch.results
+        if len(results) != n:
+            raise APIError(200, "INVALID_RESPONSE", None, f"{len(results)} results for {n} threads")
+        failures: list[dict[str, Any]] = []
+        rewards: list[float | None] = []
+        for i, result in enumerate(results):
+            error = result.error
+            if error is not None:
+                failures.append({"index": i, **result.get("error", {"code": error.code, "message": error.message})})
+                rewards.append(None if self.on_error is None or self.on_error == "raise" else cast(float, self.on_error))
+            else:
+                rewards.append(result.score)  # None for an abstention
+        if failures and self.on_error == "raise":
+            first = failures[0]
+            code = str(first.get("code", "GRADER_ERROR"))
+            more = f" (and {len(failures) - 1} more of {n} items failed)" if len(failures) > 1 else ""
+            message = (
+                f"grader {self.key!r} failed on item {first['index']}: {code}: {first.get('message', '')}{more}; "
+                "pass on_error=None (no reward) or on_error=<a reward> to go on without raising"
+            )
+            body = {**first, "detail": first.get("message", ""), "failures": failures}
+            raise GraderRuntimeError(GRADE_ERROR_STATUS.get(code, 422), code, request_ids[int(first["index"])], message, body)
+        log_metric = dataset_columns.get("log_metric")
+        log_extra = dataset_columns.get("log_extra")
+        if callable(log_metric):
+            self._log_metrics(cast("Callable[[str, float], Any]", log_metric), batch, len(failures))
+        if callable(log_extra):
+            self._log_extra(cast("Callable[[str, list[Any]], Any]", log_extra), batch)
+        if self.as_float:
+            return [math.nan if r is None else r for r in rewards]
+        return rewards
+
+    def _log_metrics(self, log_metric: Callable[[str, float], Any], batch: BatchResult, errors: int) -> None:
+        for component, values in batch.components.items():
+            present = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if present:  # a mean of nothing would log NaN
+                log_metric(f"{self.__name__}/{component}", sum(present) / len(present))
+        log_metric(f"{self.__name__}/abstained", float(sum(r.outcome == "abstained" for r in batch.results)))
+        log_metric(f"{self.__name__}/errors", float(errors))
+        if self.deadline_ms is not None:
+            log_metric(f"{self.__name__}/deadline_exceeded", float(batch.deadline_exceeded))
+        log_metric(f"{self.__name__}/version", float(batch.version))
+
+    def _log_extra(self, log_extra: Callable[[str, list[Any]], Any], batch: BatchResult) -> None:
+        log_extra(f"{self.__name__}/outcome", [r.outcome for r in batch.results])
+        log_extra(f"{self.__name__}/reason", [reason_of(r) for r in batch.results])
+        # each sample's parts of its score, beside it in TRL's completions table
+        for component, values in batch.components.items():
+            if any(v is not None for v in values):
+                log_extra(f"{self.__name__}/{component}", list(values))
+
+
+def reason_of(result: Result) -> str:
+    """A result's reason in one line: the grader's reason, or the error's or the abstention's
+    code and words."""
+    error, abstained = result.error, result.abstained
+    if error is not None:
+        return f"{error.code}: {error.message}"
+    if abstained is not None:
+        return f"{abstained.code}: {abstained.reason}"
+    return result.reason or ""
+
+
+class RewardFunction(_RewardBase):
     """``reward_fn(prompts, completions, **dataset_columns) -> list[float | None]``: builds one
     thread per completion (see build_threads), grades them with one grade_batch (split into
     chunks when longer than the server's limit) and returns the rewards in order.
@@ -188,111 +283,63 @@ class RewardFunction:
     ``log_metric``: each component's mean over the samples that have it
     (``<name>/<component>``), ``<name>/abstained`` and ``<name>/errors`` (counts in the batch),
     ``<name>/deadline_exceeded`` (with a deadline) and ``<name>/version`` (the grader version);
-    and with ``log_extra``: ``<name>/outcome`` and ``<name>/reason`` (one value per sample: the
-    grader's reason, or the error's or abstention's code and reason). ``<name>`` is ``name``,
+    and with ``log_extra`` (columns of TRL's completions table, one value per sample):
+    ``<name>/outcome``, ``<name>/reason`` (the grader's reason, or the error's or abstention's
+    code and reason) and ``<name>/<component>`` for each component some sample has. ``<name>`` is ``name``,
     default the grader key (also ``__name__``, what TRL logs the reward under). A request that
-    fails as a whole (unknown grader, bad key, server down after retries) always raises."""
+    fails as a whole (unknown grader, bad key, server down after retries) always raises.
 
-    __name__: str
+    TRL runs a blocking reward function on its training thread, one after another: with several
+    graders, or a slow one, AsyncRewardFunction lets TRL grade them at once."""
 
-    def __init__(
-        self,
-        client: Gradebox,
-        key: str,
-        *,
-        version: int | None = None,
-        on_error: OnError = "raise",
-        columns: Sequence[str] | None = None,
-        name: str | None = None,
-        deadline_ms: int | None = None,
-        on_unavailable: Literal["error", "abstain"] | None = None,
-        group_by: str | None = None,
-        as_float: bool = False,
-    ) -> None:
-        if isinstance(on_error, bool) or not (on_error is None or on_error == "raise" or isinstance(on_error, (int, float))):
-            raise ValueError(f'on_error must be "raise", None or a number, not {on_error!r}')
-        if deadline_ms is not None and (isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or deadline_ms < 1):
-            raise ValueError(f"deadline_ms must be a whole number of milliseconds >= 1, not {deadline_ms!r}")
-        if on_unavailable not in (None, "error", "abstain"):
-            raise ValueError(f'on_unavailable is "error" or "abstain", not {on_unavailable!r}')
-        self.client = client
-        self.key = key
-        self.version = version
-        self.on_error: OnError = on_error if on_error is None or on_error == "raise" else float(on_error)
-        self.columns = None if columns is None else list(columns)
-        self.deadline_ms = deadline_ms
-        self.on_unavailable = on_unavailable
-        self.group_by = group_by
-        self.as_float = as_float
-        self.__name__ = name or key
-
-    def __repr__(self) -> str:
-        return f"RewardFunction({self.key!r}, project={self.client.project!r}, on_error={self.on_error!r})"
+    def __init__(self, client: Gradebox, key: str, *, on_error: OnError = "raise", **options: Any) -> None:
+        super().__init__(client, key, on_error=on_error, **options)
 
     def __call__(self, prompts: Sequence[object] | None, completions: Sequence[object], **dataset_columns: Any) -> list[float | None]:
-        log_metric = dataset_columns.get("log_metric")
-        log_extra = dataset_columns.get("log_extra")
         threads = build_threads(prompts, completions, dataset_columns, columns=self.columns)
         if not threads:
             return []
-        batch, request_ids = self.client.graders._grade_batch(
-            self.key,
-            threads,
-            self.version,
-            deadline_ms=self.deadline_ms,
-            on_unavailable=self.on_unavailable,
-            group_by=self.group_by,
-        )
-        results = batch.results
-        if len(results) != len(threads):
-            raise APIError(200, "INVALID_RESPONSE", None, f"{len(results)} results for {len(threads)} threads")
-        failures: list[dict[str, Any]] = []
-        rewards: list[float | None] = []
-        for i, result in enumerate(results):
-            error = result.error
-            if error is not None:
-                failures.append({"index": i, **result.get("error", {"code": error.code, "message": error.message})})
-                rewards.append(None if self.on_error is None or self.on_error == "raise" else cast(float, self.on_error))
-            else:
-                rewards.append(result.score)  # None for an abstention
-        if failures and self.on_error == "raise":
-            first = failures[0]
-            code = str(first.get("code", "GRADER_ERROR"))
-            more = f" (and {len(failures) - 1} more of {len(threads)} items failed)" if len(failures) > 1 else ""
-            message = (
-                f"grader {self.key!r} failed on item {first['index']}: {code}: {first.get('message', '')}{more}; "
-                "pass on_error=None (no reward) or on_error=<a reward> to go on without raising"
-            )
-            body = {**first, "detail": first.get("message", ""), "failures": failures}
-            raise GraderRuntimeError(GRADE_ERROR_STATUS.get(code, 422), code, request_ids[int(first["index"])], message, body)
-        if callable(log_metric):
-            self._log_metrics(cast("Callable[[str, float], Any]", log_metric), batch, len(failures))
-        if callable(log_extra):
-            self._log_extra(cast("Callable[[str, list[Any]], Any]", log_extra), batch)
-        if self.as_float:
-            return [math.nan if r is None else r for r in rewards]
-        return rewards
+        batch, request_ids = self.client.graders._grade_batch(self.key, threads, self.version, **self._batch_options())
+        return self._finish(batch, request_ids, len(threads), dataset_columns)
 
-    def _log_metrics(self, log_metric: Callable[[str, float], Any], batch: BatchResult, errors: int) -> None:
-        for component, values in batch.components.items():
-            present = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-            if present:  # a mean of nothing would log NaN
-                log_metric(f"{self.__name__}/{component}", sum(present) / len(present))
-        log_metric(f"{self.__name__}/abstained", float(sum(r.outcome == "abstained" for r in batch.results)))
-        log_metric(f"{self.__name__}/errors", float(errors))
-        if self.deadline_ms is not None:
-            log_metric(f"{self.__name__}/deadline_exceeded", float(batch.deadline_exceeded))
-        log_metric(f"{self.__name__}/version", float(batch.version))
 
-    def _log_extra(self, log_extra: Callable[[str, list[Any]], Any], batch: BatchResult) -> None:
-        reasons: list[str] = []
-        for result in batch.results:
-            error, abstained = result.error, result.abstained
-            if error is not None:
-                reasons.append(f"{error.code}: {error.message}")
-            elif abstained is not None:
-                reasons.append(f"{abstained.code}: {abstained.reason}")
-            else:
-                reasons.append(result.reason or "")
-        log_extra(f"{self.__name__}/outcome", [r.outcome for r in batch.results])
-        log_extra(f"{self.__name__}/reason", reasons)
+async def _trl_signature(prompts=None, completions=None, completion_ids=None, **columns):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN003, ANN202
+    """The signature AsyncRewardFunction shows to inspect (see there)."""
+
+
+class AsyncRewardFunction(_RewardBase):
+    """The async reward function for TRL's GRPOTrainer: ``await reward_fn(prompts=…,
+    completions=…, completion_ids=…, trainer_state=…, log_extra=…, log_metric=…, **columns)
+    -> list[float | None]``. TRL gathers its async reward functions concurrently on an event
+    loop of its own (a blocking one runs on the training thread, one after another), so several
+    graders, or one slow grader beside TRL's other async functions, grade at once.
+
+    The same rewards and logs as RewardFunction (see there), with one difference of default:
+    a failed item is None (``on_error=None``), counted in ``<name>/errors`` and explained in
+    ``<name>/reason``; ``on_error="raise"`` raises GraderRuntimeError instead, a number
+    replaces it. An abstention is always None.
+
+    TRL picks the async path with ``inspect.iscoroutinefunction(reward_fn)``, which is True for
+    ``async def`` functions only (and, since Python 3.12, what markcoroutinefunction marks); an
+    object with an ``async def __call__`` fails it before 3.12. So this class carries the code
+    object of an ``async def`` with TRL's parameters, as compiled functions (Cython's) do, which
+    inspect accepts as function-like on every version: the object stays picklable (TRL's async
+    GRPO sends reward functions to a spawned process) and names itself (``__name__``)."""
+
+    __code__ = _trl_signature.__code__
+    __defaults__ = _trl_signature.__defaults__
+    __kwdefaults__ = _trl_signature.__kwdefaults__
+
+    def __init__(self, client: AsyncGradebox, key: str, *, on_error: OnError = None, **options: Any) -> None:
+        super().__init__(client, key, on_error=on_error, **options)
+
+    async def __call__(
+        self, prompts: Sequence[object] | None = None, completions: Sequence[object] | None = None, **dataset_columns: Any
+    ) -> list[float | None]:
+        if completions is None:
+            raise TypeError("completions is required: one completion per sample")
+        threads = build_threads(prompts, completions, dataset_columns, columns=self.columns)
+        if not threads:
+            return []
+        batch, request_ids = await self.client.graders._grade_batch(self.key, threads, self.version, **self._batch_options())
+        return self._finish(batch, request_ids, len(threads), dataset_columns)
