@@ -129,7 +129,7 @@ describe("firstIssues: zod's first 20 issues, found without zod's every issue", 
     const threads: unknown[] = [
       { turns: [turn("user", "hi")] },
       { turns: [] },
-      { turns: [turn("robot", 1), turn("user", 2)] },
+      { turns: [turn("", 1), turn("user", 2)] },
       { turns: Array(6).fill(turn("x", 1)) },
       { turns: [turn("user", "x".repeat(51))], metadata: null },
       { metadata: {} },

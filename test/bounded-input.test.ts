@@ -205,7 +205,7 @@ describe("nesting in thread metadata", () => {
 
 describe("validation errors", () => {
   test("a batch of 1 000 invalid threads: 20 issues and a count of the rest, in a small body", async () => {
-    const threads = Array.from({ length: 1000 }, () => ({ turns: [{ role: "robot", content: "x" }] }));
+    const threads = Array.from({ length: 1000 }, () => ({ turns: [{ role: "", content: "x" }] }));
     const started = performance.now();
     const res = await s.app.inject({
       method: "POST",
@@ -218,14 +218,15 @@ describe("validation errors", () => {
     assert.ok(res.body.length < 16 * 1024, `body of ${res.body.length} bytes`);
     const problem = JSON.parse(res.body);
     assert.equal(problem.code, "INVALID_REQUEST");
-    assert.equal(problem.detail.match(/role must be one of/g)?.length, 20, problem.detail);
+    assert.equal(problem.detail.match(/role must be text/g)?.length, 20, problem.detail);
     assert.match(problem.detail, /^body\.threads\.0\.turns\.0\.role: /);
     assert.match(problem.detail, /; … and more issues \(the first 20 are listed\)$/);
     assert.ok(ms < 2000, `answered in ${ms.toFixed(0)} ms`);
   });
 
   test("a 10 MB batch whose every turn is invalid is answered quickly and briefly", async () => {
-    const turns = Array.from({ length: 330 }, () => ({ role: "robot", content: "" }));
+    // a control character is no role: "\u0001" is as long in JSON as the "robot" this test was sized with
+    const turns = Array.from({ length: 330 }, () => ({ role: "\u0001", content: "" }));
     const payload = JSON.stringify({ threads: Array.from({ length: 1000 }, () => ({ turns })) });
     assert.ok(payload.length > 9_000_000 && payload.length < 10 * 1024 * 1024, `${payload.length} bytes`);
     const started = performance.now();

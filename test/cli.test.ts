@@ -120,7 +120,7 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
     lines.push(JSON.stringify({ turns: [{ role: "assistant", content: completion }], metadata: { keywords: ["paris", "json"] } }));
   }
   lines.splice(100, 0, "{broken");
-  lines.splice(200, 0, JSON.stringify({ turns: [{ role: "robot", content: "x" }] }));
+  lines.splice(200, 0, JSON.stringify({ turns: [{ role: "", content: "x" }] }));
   const input = join(dir, "in.jsonl");
   const output = join(dir, "out.jsonl");
   writeFileSync(input, `${lines.join("\n")}\n`);
@@ -134,7 +134,7 @@ test("grade --threads streams a JSONL file: results per line, bad lines reported
   );
   assert.match(stdout, /scores:\n {2}\[0, 0\.1\) +█{40} 750\n {2}\[0\.1, 0\.2\) +0\n[\s\S]*\n {2}\[0\.9, 1\] +█{40} 750$/m);
   assert.match(stderr, /line 101: not JSON/);
-  assert.match(stderr, /line 201: turns\[0\]\.role must be one of/);
+  assert.match(stderr, /line 201: turns\[0\]\.role is "": a role is 1 to 64 characters/);
   assert.match(stderr, /1502\/1502 100%/, "progress reaches the end (plain lines when stderr is not a terminal)");
   const results = readFileSync(output, "utf8")
     .trim()

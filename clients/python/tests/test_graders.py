@@ -159,7 +159,7 @@ def test_a_wrong_key_raises_authentication_error_with_the_request_id(client: Gra
 
 def test_a_malformed_thread_is_a_bad_request(client: Gradebox, graders: dict[str, str]) -> None:
     with pytest.raises(gradebox.BadRequestError) as info:
-        client.graders.grade(graders["exact"], {"turns": [{"role": "robot", "content": "x"}]})
+        client.graders.grade(graders["exact"], {"turns": [{"role": "", "content": "x"}]})
     assert info.value.code == "INVALID_REQUEST"
     assert "role" in info.value.message
 
