@@ -62,7 +62,8 @@ function readTypes(text: string): { classes: Map<string, PyClass>; aliases: Map<
     }
     if (/^\S/.test(line)) {
       current = undefined;
-      const alias = /^(\w+) = (Literal\[.*\])$/.exec(line);
+      // an alias: a Literal, or a plain str (Role: any role string passes)
+      const alias = /^(\w+) = (Literal\[.*\]|str)$/.exec(line);
       if (alias) aliases.set(alias[1], alias[2]);
       continue;
     }

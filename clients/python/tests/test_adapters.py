@@ -206,11 +206,16 @@ def test_openai_and_trl_formats_become_threads_by_the_sdks_rules() -> None:
     line = {"prompt": [{"role": "user", "content": "2+2?"}], "completion": [{"role": "assistant", "content": "4"}], "answer": "4"}
     assert read_thread(line) == ("trl-conversational", standard)
     assert read_thread({"prompt": "2+2?", "completion": "4", "answer": "4"}) == ("trl-standard", standard)
+    # any other role passes through as sent, as the server takes it (only developer and function are renamed)
+    assert [t["role"] for t in from_messages([{"role": "narrator", "content": "x"}, {"role": "developer", "content": "y"}])["turns"]] == [
+        "narrator",
+        "system",
+    ]
     assert read_thread({"messages": messages})[0] == "openai"
     assert read_thread(standard) == ("gradebox", standard)
 
     for bad, why in [
-        ({"messages": [{"role": "narrator", "content": "x"}]}, r"messages\[0\]\.role must be one of system, user, assistant, tool, document, developer, function; it is 'narrator'"),
+        ({"messages": [{"role": "", "content": "x"}]}, r"messages\[0\]\.role must be 1 to 64 characters without control characters; it is ''"),
         ({"messages": []}, "messages must be a non-empty list"),
         ({"messages": [{"role": "user", "content": 5}]}, r"messages\[0\]\.content must be a string or a list of content parts"),
         ({"prompt": "p"}, 'needs both "prompt" and "completion"'),

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
-from .types import ROLES, Thread, Turn
+from .thread import is_role
+from .types import Thread, Turn
 
 __all__ = [
     "ROLE_ALIASES",
@@ -82,9 +83,8 @@ def message_turns(messages: object, field: str = "messages") -> list[Turn]:
             raise ThreadFormatError(f'{where} must be an object {{"role", "content"}}, not {type(message).__name__}')
         raw_role = _field(message, "role")
         role = ROLE_ALIASES.get(raw_role, raw_role) if isinstance(raw_role, str) else raw_role
-        if role not in ROLES:
-            accepted = ", ".join([*ROLES, *ROLE_ALIASES])
-            raise ThreadFormatError(f"{where}.role must be one of {accepted}; it is {raw_role!r}")
+        if not is_role(role):
+            raise ThreadFormatError(f"{where}.role must be 1 to 64 characters without control characters; it is {raw_role!r}")
         turns.append(cast(Turn, {"role": role, "content": content_text(_field(message, "content"), where)}))
     return turns
 
@@ -129,8 +129,8 @@ def _gradebox_problem(line: Mapping[str, Any]) -> str | None:
     if not isinstance(turns, list) or not turns:
         return "turns must be a non-empty array"
     for i, turn in enumerate(turns):
-        if not isinstance(turn, Mapping) or turn.get("role") not in ROLES:
-            return f"turns[{i}].role must be one of {', '.join(ROLES)}"
+        if not isinstance(turn, Mapping) or not is_role(turn.get("role")):
+            return f"turns[{i}].role must be 1 to 64 characters without control characters"
         if not isinstance(turn.get("content"), str):
             return f"turns[{i}].content must be a string"
     if metadata is not None and not isinstance(metadata, Mapping):

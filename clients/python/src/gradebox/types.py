@@ -30,8 +30,11 @@ __all__ = [
     "Turn",
 ]
 
-Role = Literal["system", "user", "assistant", "tool", "document"]
-ROLES: tuple[str, ...] = get_args(Role)
+KnownRole = Literal["system", "user", "assistant", "tool", "document"]
+# the roles Gradebox names; any other of 1 to 64 characters without control characters passes
+# through as sent (thread.is_role)
+ROLES: tuple[str, ...] = get_args(KnownRole)
+Role = str
 
 #: what a function grader's source is written in (each version records its own)
 Language = Literal["typescript", "python"]
