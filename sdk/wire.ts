@@ -721,10 +721,10 @@ export interface components {
         /** @description why a thread has neither a score nor an error: no score is honest for it */
         Abstention: {
             /**
-             * @description GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained
+             * @description GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained; RUNNER_UNAVAILABLE: a code grader's program runner failed (the service's fault, not the program's)
              * @enum {string}
              */
-            code: "GRADER_ABSTAINED" | "DEADLINE_EXCEEDED" | "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE" | "ALL_PARTS_ABSTAINED";
+            code: "GRADER_ABSTAINED" | "DEADLINE_EXCEEDED" | "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE" | "ALL_PARTS_ABSTAINED" | "RUNNER_UNAVAILABLE";
             /** @description why, in words */
             reason: string;
         };

@@ -208,7 +208,8 @@ export const Abstention = z
       .describe(
         "GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the " +
           "batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the " +
-          'request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained',
+          'request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained; ' +
+          "RUNNER_UNAVAILABLE: a code grader's program runner failed (the service's fault, not the program's)",
       ),
     reason: z.string().describe("why, in words"),
   })
