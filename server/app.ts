@@ -16,6 +16,7 @@ import { idleGcPlugin } from "./plugins/idle-gc.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
 import { requestsPlugin } from "./plugins/requests.ts";
 import { accountRoutes } from "./routes/account.ts";
+import { codeRoutes } from "./routes/code.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { gymRoutes, rewriteGymUrl } from "./routes/gym.ts";
@@ -24,6 +25,7 @@ import { keyRoutes } from "./routes/keys.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { openRlhfRoutes } from "./routes/openrlhf.ts";
 import { rewardRoutes } from "./routes/reward.ts";
+import { sandboxFusionRoutes } from "./routes/sandbox-fusion.ts";
 import { secretRoutes } from "./routes/secrets.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 import { buildServices } from "./services.ts";
@@ -76,6 +78,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await v1.register(judgeRoutes, services);
     await v1.register(modelRoutes, services);
     await v1.register(endpointRoutes, services);
+    await v1.register(codeRoutes, services);
     await v1.register(secretRoutes, services);
     await v1.register(keyRoutes, { store });
     await v1.register(tokenRoutes, { store });
@@ -85,5 +88,6 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   app.decorateRequest("tokenGrant", undefined);
   await app.register(openRlhfRoutes, services);
   await app.register(gymRoutes, services);
+  await app.register(sandboxFusionRoutes, services);
   return app;
 }

@@ -7,7 +7,7 @@ import type { GradeOutcome } from "../validate/checks.ts";
 import { sameOutput, sameValue } from "./compare.ts";
 import { extractProgram } from "./extract.ts";
 import { type CodeLanguage, type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "./run.ts";
-import type { CodeSpec } from "./spec.ts";
+import type { CodeSpec, WorkerCodeSpec } from "./spec.ts";
 import { type CodeTest, readTests, TestsError, testsRow } from "./tests.ts";
 
 export const VERDICTS = [
@@ -107,7 +107,7 @@ function completionOf(thread: { turns: readonly { role: string; content: string 
  * a 0 would blame the completion for the service's fault.
  */
 export function gradeThread(
-  spec: CodeSpec,
+  spec: WorkerCodeSpec,
   thread: { turns: readonly { role: string; content: string }[]; metadata?: Record<string, unknown> },
   runnerFor: RunnerFor,
 ): GradeOutcome {
@@ -134,6 +134,7 @@ export function gradeThread(
     };
   }
   const verdicts: TestVerdict[] = [];
+  let lastRun: RunResult | undefined;
   try {
     const runner = runnerFor(program.language);
     for (const test of tests) {
@@ -144,7 +145,8 @@ export function gradeThread(
       } else if (spec.scoring === "all_or_nothing" && previous && previous.verdict !== "accepted") {
         verdicts.push({ verdict: "skipped" });
       } else {
-        verdicts.push(verdictOf(test, runner.run(requestFor(test, program.language, program.code, spec)), spec));
+        lastRun = runner.run(requestFor(test, program.language, program.code, spec));
+        verdicts.push(verdictOf(test, lastRun, spec));
       }
     }
   } catch (error) {
@@ -153,6 +155,7 @@ export function gradeThread(
     }
     throw error;
   }
+  if (spec.run && lastRun) return runOutcome(lastRun, verdicts[0]);
   const passed = verdicts.filter((v) => v.verdict === "accepted").length;
   const score = spec.scoring === "all_or_nothing" ? (passed === tests.length ? 1 : 0) : passed / tests.length;
   const counts: Partial<Record<Verdict, number>> = {};
@@ -169,6 +172,23 @@ export function gradeThread(
       kinds: [...new Set(tests.map((t) => t.kind))],
       verdicts: counts,
       results: verdicts,
+    },
+  };
+}
+
+/** The SandboxFusion route's single run, as the route answers it (stdout and stderr are bounded by the run's outputBytes). */
+function runOutcome(run: RunResult, verdict: TestVerdict): GradeOutcome {
+  return {
+    score: verdict.verdict === "accepted" ? 1 : 0,
+    metadata: {
+      run: {
+        status: run.status,
+        stdout: run.stdout,
+        stderr: run.stderr,
+        exitCode: run.exitCode,
+        ...(typeof run.message === "string" ? { message: excerpt(run.message) } : {}),
+        cpuMs: run.cpuMs,
+      },
     },
   };
 }
