@@ -10,7 +10,7 @@
 
 import { type PackedBatch, packBatch, unitsOf } from "../protocol/batch.ts";
 import type { SliceResult, ValidationResult } from "../protocol/replies.ts";
-import type { EngineLimits, GraderCode, SliceOptions } from "../protocol/requests.ts";
+import type { EngineLimits, GraderCode, GraderLanguage, SliceOptions } from "../protocol/requests.ts";
 import { PythonLoader } from "../python/loader.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../python/template.ts";
 import type { CheckFailure, GradeOutcome, Language } from "../validate/checks.ts";
@@ -107,7 +107,16 @@ export class Engine {
     return this.pythonTemplate;
   }
 
-  private loaderFor(language: Language | undefined, deadlineAt?: number): ModuleLoader | undefined {
+  /** A code grader's slice: graded by the worker's runners (sandbox/code), without a grader isolate. */
+  private gradeCodeSlice(_grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    const count = Math.min(batch.count, options.end);
+    const outcomes: GradeOutcome[] = [];
+    for (let i = from; i < count; i++)
+      outcomes.push({ error: { code: "GRADER_ERROR", message: "code graders are not wired into this worker yet" } });
+    return { outcomes };
+  }
+
+  private loaderFor(language: GraderLanguage | undefined, deadlineAt?: number): ModuleLoader | undefined {
     return language === "python" ? new PythonLoader(this.python(), false, deadlineAt) : undefined;
   }
 
@@ -167,6 +176,7 @@ export class Engine {
    * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    if (grader.language === "code") return this.gradeCodeSlice(grader, batch, from, options);
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(
