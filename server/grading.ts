@@ -182,9 +182,7 @@ export class Grading {
  */
 export function codeGrader(g: { id: string; version: number; project: string; code?: CodeSpec }): GraderCode {
   if (!g.code) throw new Error(`grader ${g.id} is not a code grader`);
-  // the sandbox's own language for a code grader (GraderLanguage, sandbox/protocol): not one of the API's languages
-  const language = "code" as string as GraderCode["language"];
-  return { id: sandboxId(g.id, g.version), project: g.project, language, compiled: JSON.stringify(g.code) };
+  return { id: sandboxId(g.id, g.version), project: g.project, language: "code", compiled: JSON.stringify(g.code) };
 }
 
 /** How a request asks for its threads to be graded (POST …/grade-batch's options). */
