@@ -971,6 +971,8 @@ export interface components {
                 gymHost: string;
                 /** @description the same resources server under a path, for a reverse proxy or curl */
                 gymPath: string;
+                /** @description verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only */
+                sandboxFusion: string;
             };
         };
         /** @description what GET {url}/info answered at registration */

@@ -331,6 +331,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
           openrlhf: `https://gradebox.example.com/rm/${TOKEN}`,
           gymHost: `${TOKEN}.gym.gradebox.example.com`,
           gymPath: `https://gradebox.example.com/gym/${TOKEN}`,
+          sandboxFusion: `https://gradebox.example.com/sf/${TOKEN}/run_code`,
         },
       },
     },

@@ -11,6 +11,7 @@ import { gradeThread } from "../sandbox/code/grade.ts";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "../sandbox/code/run.ts";
 import { CodeSpec, parseCodeSpec } from "../sandbox/code/spec.ts";
 import { readTests, testsRow } from "../sandbox/code/tests.ts";
+import { refusal, responseOf, runSpec, threadOf } from "../server/trainers/sandbox-fusion.ts";
 
 const spec = (over: Record<string, unknown> = {}) => CodeSpec.parse(over);
 const py = (code: string) => ({ code, language: "python" as const });
@@ -354,5 +355,50 @@ describe("gradeThread", () => {
     const { runnerFor } = scripted(() => ok({ status: "runtime_error", message: "E".repeat(100_000), stdout: "x".repeat(100_000) }));
     const out = gradeThread(spec(), thread("x", apps), runnerFor);
     assert.ok(JSON.stringify(out).length < 5_000);
+  });
+});
+
+describe("the SandboxFusion answer (server/trainers/sandbox-fusion.ts)", () => {
+  const grader = spec({ languages: ["python", "javascript"], limits: { cpuMs: 3000, memoryMb: 512 } });
+  const req = { code: "print(1)", language: "python", stdin: "2 3", run_timeout: 10, memory_limit_MB: 1024, files: {}, fetch_files: [] };
+  const run = (over: Partial<RunResult>) => ({ score: 0, metadata: { run: { ...ok(over) } } });
+
+  test("a run's limits are the smaller of the grader's and the request's; the program runs whole, once", () => {
+    const r = runSpec(req, grader);
+    assert.deepEqual(r.limits, { cpuMs: 3000, memoryMb: 512, outputBytes: 65536 });
+    assert.equal(runSpec({ ...req, run_timeout: 1, memory_limit_MB: 64 }, grader).limits.cpuMs, 1000);
+    assert.equal(runSpec({ ...req, run_timeout: 1, memory_limit_MB: 64 }, grader).limits.memoryMb, 64);
+    assert.deepEqual([r.extract, r.tests, r.maxTests, r.run, r.languages], ["whole", "stdin", 1, true, ["python"]]);
+    assert.deepEqual(threadOf(req).metadata, { inputs: ["2 3"], outputs: [""] });
+    assert.deepEqual(threadOf({ ...req, stdin: null }).metadata, { inputs: [""], outputs: [""] });
+  });
+
+  test("refused: files, fetch_files, a language not run here or not the grader's", () => {
+    assert.equal(refusal(req, grader), undefined);
+    assert.match(refusal({ ...req, files: { a: "b" } }, grader) ?? "", /files/);
+    assert.match(refusal({ ...req, fetch_files: ["x"] }, grader) ?? "", /fetch_files/);
+    assert.match(refusal({ ...req, language: "cpp" }, grader) ?? "", /not run here/);
+    assert.match(refusal({ ...req, language: "nodejs" }, spec()) ?? "", /runs python, not javascript/);
+  });
+
+  test("statuses as SandboxFusion words them; a deadline is a 504 (verl retries only those), a runner failure a SandboxError", () => {
+    const of = (o: Parameters<typeof responseOf>[0]) => {
+      const { body, outcome } = responseOf(o);
+      return [outcome, body.status, body.run_result?.status, body.run_result?.return_code];
+    };
+    assert.deepEqual(of(run({ stdout: "5\n" })), ["success", "Success", "Finished", 0]);
+    assert.deepEqual(of(run({ status: "runtime_error", exitCode: 1, message: "ValueError: x" })), ["failed", "Failed", "Finished", 1]);
+    assert.deepEqual(of(run({ status: "time_limit" })), ["failed", "Failed", "TimeLimitExceeded", null]);
+    assert.deepEqual(of(run({ status: "memory_limit" })), ["failed", "Failed", "Finished", -9]);
+    assert.deepEqual(of({ abstained: { code: "DEADLINE_EXCEEDED", reason: "late" } }), ["busy", "SandboxError", undefined, undefined]);
+    assert.deepEqual(of({ abstained: { code: "RUNNER_UNAVAILABLE", reason: "x" } }), [
+      "sandbox_error",
+      "SandboxError",
+      undefined,
+      undefined,
+    ]);
+    assert.deepEqual(of({ error: { code: "SANDBOX_CRASHED", message: "x" } }), ["sandbox_error", "SandboxError", undefined, undefined]);
+    assert.deepEqual(of({ score: 1, metadata: { run: "forged" } }), ["sandbox_error", "SandboxError", undefined, undefined]);
+    assert.equal(responseOf(run({ status: "syntax_error", message: "SyntaxError: bad" })).body.run_result?.stderr, "SyntaxError: bad\n");
   });
 });

@@ -37,6 +37,7 @@ const CreatedGradeToken = GradeToken.extend({
       openrlhf: z.string().describe("OpenRLHF's --reward.remote_url (formerly --remote_rm_url)"),
       gymHost: z.string().describe("NeMo Gym's resources-server host, for host-based routing (the port is the server's)"),
       gymPath: z.string().describe("the same resources server under a path, for a reverse proxy or curl"),
+      sandboxFusion: z.string().describe("verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only"),
     })
     .describe("where trainers reach the grader with this token, as this server was addressed"),
 })
@@ -71,7 +72,12 @@ function origin(req: FastifyRequest): { base: string; hostname: string } {
 
 export function tokenUrls(req: FastifyRequest, token: string) {
   const { base, hostname } = origin(req);
-  return { openrlhf: `${base}/rm/${token}`, gymHost: `${token}.gym.${hostname}`, gymPath: `${base}/gym/${token}` };
+  return {
+    openrlhf: `${base}/rm/${token}`,
+    gymHost: `${token}.gym.${hostname}`,
+    gymPath: `${base}/gym/${token}`,
+    sandboxFusion: `${base}/sf/${token}/run_code`,
+  };
 }
 
 export async function tokenRoutes(fastify: FastifyInstance, { store }: { store: Store }) {
