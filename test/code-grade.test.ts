@@ -11,6 +11,7 @@ import { gradeThread } from "../sandbox/code/grade.ts";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "../sandbox/code/run.ts";
 import { CodeSpec, parseCodeSpec } from "../sandbox/code/spec.ts";
 import { readTests, testsRow } from "../sandbox/code/tests.ts";
+import { MAX_RESULT } from "../sandbox/protocol/replies.ts";
 import { refusal, responseOf, runSpec, threadOf } from "../server/trainers/sandbox-fusion.ts";
 
 const spec = (over: Record<string, unknown> = {}) => CodeSpec.parse(over);
@@ -349,6 +350,17 @@ describe("gradeThread", () => {
     assert.deepEqual(out, {
       abstained: { code: "RUNNER_UNAVAILABLE", reason: "the python runner failed: the interpreter could not be reset" },
     });
+  });
+
+  test("with many tests the outcome stays within a result's bound: outputs and messages give way, verdicts stay", () => {
+    const many = { inputs: Array(100).fill("1"), outputs: Array(100).fill("2") };
+    const { runnerFor } = scripted((r) => (Number(r.stdin) % 2 ? ok({ stdout: "y".repeat(5000) }) : ok()));
+    const out = gradeThread(spec({ maxTests: 100, limits: { cpuMs: 1000 } }), thread("x", many), runnerFor);
+    assert.ok(JSON.stringify(out).length <= MAX_RESULT, String(JSON.stringify(out).length));
+    const meta = (out as unknown as { metadata: { trimmed: boolean; verdicts: object; results: object[] } }).metadata;
+    assert.equal(meta.trimmed, true);
+    assert.deepEqual(meta.verdicts, { wrong_answer: 100 });
+    assert.equal(meta.results.length, 100);
   });
 
   test("what a program prints and raises is bounded in the outcome", () => {

@@ -3,6 +3,7 @@
 // the worker's runners are. What a run sends back is the program's doing, so everything copied
 // into the outcome is bounded.
 
+import { MAX_RESULT } from "../protocol/replies.ts";
 import type { GradeOutcome } from "../validate/checks.ts";
 import { sameOutput, sameValue } from "./compare.ts";
 import { extractProgram } from "./extract.ts";
@@ -160,7 +161,7 @@ export function gradeThread(
   const score = spec.scoring === "all_or_nothing" ? (passed === tests.length ? 1 : 0) : passed / tests.length;
   const counts: Partial<Record<Verdict, number>> = {};
   for (const v of verdicts) counts[v.verdict] = (counts[v.verdict] ?? 0) + 1;
-  return {
+  return fitted({
     score,
     reason: `${passed}/${tests.length} tests passed`,
     subscores: verdicts.map((v, i) => ({ name: `test ${i + 1}`, score: v.verdict === "accepted" ? 1 : 0, verdict: v.verdict })),
@@ -173,7 +174,30 @@ export function gradeThread(
       verdicts: counts,
       results: verdicts,
     },
-  };
+  });
+}
+
+/**
+ * A result within MAX_RESULT characters of JSON, as every grader's is: with many tests the
+ * outputs kept go first, then the messages are cut short, then dropped (metadata.trimmed says so).
+ * The verdicts, counts and score always stay.
+ */
+function fitted(outcome: {
+  score: number;
+  reason: string;
+  subscores: unknown[];
+  metadata: { results: TestVerdict[] } & Record<string, unknown>;
+}) {
+  const size = () => JSON.stringify(outcome).length;
+  if (size() <= MAX_RESULT) return outcome;
+  const results = outcome.metadata.results;
+  outcome.metadata.trimmed = true;
+  for (const r of results) delete r.stdout;
+  if (size() <= MAX_RESULT) return outcome;
+  for (const r of results) if (r.message && r.message.length > 80) r.message = `${r.message.slice(0, 80)}…`;
+  if (size() <= MAX_RESULT) return outcome;
+  for (const r of results) delete r.message;
+  return outcome;
 }
 
 /** The SandboxFusion route's single run, as the route answers it (stdout and stderr are bounded by the run's outputBytes). */
