@@ -152,6 +152,36 @@ describe("the SandboxFusion-compatible route, as verl calls it", () => {
     assert.equal(counter(after, "unknown", "refused") - counter(before, "unknown", "refused"), 1);
   });
 
+  test("a sandbox that cannot run it answers 504, which verl retries (3 attempts), each counted busy", async () => {
+    // a server of its own: its pool is shut down under it
+    const down = await startServer({ listen: true });
+    try {
+      const key = await down.keyFor("code");
+      const made = await call(down.app, "POST", "/v1/projects/code/graders/code", { key: "py" });
+      assert.equal(made.status, 201);
+      const res = await fetch(`${down.url}/v1/projects/code/graders/py/tokens`, {
+        method: "POST",
+        headers: { ...bearer(key), "content-type": "application/json" },
+        body: "{}",
+      });
+      const { urls } = (await res.json()) as { urls: { sandboxFusion: string } };
+      await down.pool.close();
+      const attempts: Attempt[] = [];
+      const [answer, error] = await verlCallSandboxApi(urls.sandboxFusion, { code: "print(1)", stdin: "" }, { attempts, delayMs: 1 });
+      assert.equal(answer, null);
+      assert.match(String(error), /Gateway Timeout \(504\) on attempt 3\/3/);
+      assert.deepEqual(
+        attempts.map((a) => a.status),
+        [504, 504, 504],
+      );
+      const text = (await down.app.inject({ method: "GET", url: "/metrics", headers: { authorization: `Bearer ${down.metricsToken}` } }))
+        .body;
+      assert.equal(counter(text, "code", "busy"), 3);
+    } finally {
+      await down.close();
+    }
+  });
+
   test("a token of another kind of grader is refused with what to do", async () => {
     const fn = await call(s.app, "POST", "/v1/projects/code/graders", {
       key: "fn",

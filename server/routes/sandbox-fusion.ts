@@ -8,6 +8,7 @@
 // at warn, with the token's project.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { SandboxUnavailableError } from "../../sandbox/host/sandbox.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
@@ -63,8 +64,8 @@ export async function sandboxFusionRoutes(
     try {
       outcome = await grading.runProgram(row, spec, threadOf(body), deadlineAt);
     } catch (error) {
-      // no worker free: worth verl's retry, which only a 504 gets
-      if (error instanceof AppError && error.code === "SANDBOX_UNAVAILABLE") {
+      // no sandbox to run it (shutting down, restarting): worth verl's retry, which only a 504 gets
+      if (error instanceof SandboxUnavailableError) {
         return reply.code(504).send({ detail: error.message });
       }
       throw error;
