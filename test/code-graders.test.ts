@@ -321,6 +321,33 @@ describe("grading programs (needs the runners)", () => {
     );
   });
 
+  test("programs that tamper with their harness do not pass", async (t) => {
+    if (notWired) return t.skip(notWired);
+    const eqAlways = "class Anything:\n    def __eq__(self, other):\n        return True\n    def __hash__(self):\n        return 0\n";
+    const results = await gradeBatch("code", "both", [
+      // exit with a success code before the tests run
+      thread(fence("python", "import sys\nsys.exit(0)"), MBPP_ROW),
+      thread(fence("python", "import os\nos._exit(0)"), MBPP_ROW),
+      thread(fence("js", "process.exit(0);"), { test_list: ["if (square(3) !== 9) throw new Error('AssertionError')"] }),
+      // a returned value that equals anything: compared outside the interpreter, it is not plain data
+      thread(fence("python", `${eqAlways}class Solution:\n    def twoSum(self, nums, target):\n        return Anything()`), TACO_ROW),
+      // the comparison and the printer patched: the output is read below print, the comparison is not the program's
+      thread(
+        fence(
+          "python",
+          "import builtins\n_p = builtins.print\nbuiltins.print = lambda *a, **k: _p('3')\nbuiltins.AssertionError = Exception\nprint(0)",
+        ),
+        SUM_ROWS,
+      ),
+      // exit before the call, with a success code
+      thread(fence("python", "import sys\ndef twoSum(nums, target):\n    sys.exit(0)"), TACO_ROW),
+    ]);
+    for (const [i, r] of results.entries()) {
+      assert.equal(r.outcome, "scored", `case ${i}: ${JSON.stringify(r)}`);
+      assert.equal(r.score, 0, `case ${i} passed: ${JSON.stringify(r.metadata?.results)}`);
+    }
+  });
+
   test("a hostile program in one project does not stop another project's grading", async (t) => {
     if (notWired) return t.skip(notWired);
     const hostile = Array.from({ length: 4 }, () => thread(fence("python", "while True:\n    pass"), SUM_ROWS));
