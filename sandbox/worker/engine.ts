@@ -17,6 +17,7 @@ import type { CheckFailure, GradeOutcome, Language } from "../validate/checks.ts
 import { MOCK_THREAD } from "../validate/checks.ts";
 import { bundle, checkSyntax } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
+import { CodeRunners, gradeCodeSlice } from "./code-slice.ts";
 import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
 import {
@@ -107,14 +108,8 @@ export class Engine {
     return this.pythonTemplate;
   }
 
-  /** A code grader's slice: graded by the worker's runners (sandbox/code), without a grader isolate. */
-  private gradeCodeSlice(_grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
-    const count = Math.min(batch.count, options.end);
-    const outcomes: GradeOutcome[] = [];
-    for (let i = from; i < count; i++)
-      outcomes.push({ error: { code: "GRADER_ERROR", message: "code graders are not wired into this worker yet" } });
-    return { outcomes };
-  }
+  /** the code graders' runners (sandbox/code), warm for the worker's life */
+  private readonly codeRunners = new CodeRunners(() => this.python());
 
   private loaderFor(language: GraderLanguage | undefined, deadlineAt?: number): ModuleLoader | undefined {
     return language === "python" ? new PythonLoader(this.python(), false, deadlineAt) : undefined;
@@ -176,7 +171,7 @@ export class Engine {
    * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
-    if (grader.language === "code") return this.gradeCodeSlice(grader, batch, from, options);
+    if (grader.language === "code") return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options);
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(
@@ -487,6 +482,7 @@ export class Engine {
   dispose(): void {
     for (const rt of this.warm.values()) rt.dispose();
     this.warm.clear();
+    this.codeRunners.dispose();
     if (this.pythonTemplate) releaseTemplate(this.pythonTemplate);
     this.pythonTemplate = undefined;
     this.templateBytes = 0;
