@@ -121,7 +121,11 @@ function sink(target) {
         target.chunks.push(new U8(reflectApply(u8subarray, buffer, [0, take])));
         target.bytes += take;
       }
-      if (n > room) over = true;
+      if (n > room) {
+        over = true;
+        // EIO: print raises OSError, which ends a program that does not catch it (one that does meets its time limit)
+        throw new FS.ErrnoError(29);
+      }
       return n;
     },
     isatty: false,
@@ -329,6 +333,8 @@ g.__gradebox_code_run = (requestJson) => {
   const grown = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length;
   result.grown = grown;
   result.fsDirty = fsDirty;
+  // an interpreter that stopped (os._exit, a fatal error) runs nothing more: the host replaces the isolate
+  result.dead = failed !== "";
   return jsonStringify(result);
 };
 })();`;
@@ -420,7 +426,7 @@ export class PythonRunner implements CodeRunner {
     }
     const grown = typeof r.grown === "number" ? r.grown : 0;
     // a run that wrote files, grew memory far or stopped the interpreter: the next run gets a new isolate
-    if (r.fsDirty === true || grown > REBUILD_GROWTH) this.replace();
+    if (r.fsDirty === true || r.dead === true || grown > REBUILD_GROWTH) this.replace();
     const status = r.status as RunStatus;
     let message = typeof r.message === "string" ? r.message.slice(0, MAX_MESSAGE) : undefined;
     let final: RunStatus = status;
