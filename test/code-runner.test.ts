@@ -76,7 +76,7 @@ describe("Python runner", () => {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =
         c.test === "after"
-          ? run({ program: c.program, after: TAMPER_AFTER })
+          ? run({ program: c.program, after: c.after ?? TAMPER_AFTER })
           : run({ program: c.program, call: { name: TAMPER_CALL.name, args: [...TAMPER_CALL.args] } });
       if (c.test === "after") assert.equal(r.completed, false, JSON.stringify(r));
       else assert.ok(!r.completed || r.returnedOpaque === true || r.returned !== TAMPER_CALL.expected, JSON.stringify(r));

@@ -59,17 +59,57 @@ const decoder = new env.TextDecoder("utf-8", { fatal: false });
 const encoder = new env.TextEncoder();
 const decode = (bytes) => decoder.decode(bytes);
 
+function destroyAll(...proxies) { for (const p of proxies) { try { if (p && typeof p.destroy === "function") p.destroy(); } catch {} } }
+
 // The JS modules Python could import (js, pyodide_js) hand it JavaScript objects, whose state
 // outlives a memory restore: gone before the baseline.
 py.runPython("import sys\nfor _m in ('js', 'pyodide_js'):\n    sys.modules.pop(_m, None)\ndel _m");
 try { py.unregisterJsModule("js"); } catch {}
 try { py.unregisterJsModule("pyodide_js"); } catch {}
 py.runPython("import random as _r\n_r.seed()\ndel _r");
+// A PyProxy made during a run points into memory the next restore replaces: a finalizer that
+// decrefs it later would corrupt a baseline object. Runs destroy theirs; none is finalized.
+M.finalizationRegistry = { register() {}, unregister() {} };
 env.seal();
 
 // The run's Python, defined before the baseline (so restored before every run, untouched).
 py.runPython(${"`"}
 import builtins as _gb_builtins, marshal as _gb_marshal, sys as _gb_sys, gc as _gb_gc, itertools as _gb_itertools
+import ast as _gb_ast, types as _gb_types, warnings as _gb_warnings
+def _gb_after(source, ast=_gb_ast, types=_gb_types, warnings=_gb_warnings, marshal=_gb_marshal):
+    # Run before the program, in the pristine interpreter: every comparison's operands and every
+    # assert's test become plain copies (marshal.loads(marshal.dumps(x)): C, exact builtin types
+    # only), so no object's own __eq__, __lt__, __bool__ or __class__ decides a test. The two
+    # functions are the code's constants (LOAD_CONST of immutable C functions), not names a
+    # program could rebind.
+    L, D = "gradebox:loads", "gradebox:dumps"
+    def plain(node):
+        return ast.Call(ast.Constant(L), [ast.Call(ast.Constant(D), [node], [])], [])
+    class Plain(ast.NodeTransformer):
+        def visit_Compare(self, node):
+            self.generic_visit(node)
+            if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+                return node
+            node.left = plain(node.left)
+            node.comparators = [plain(c) for c in node.comparators]
+            return node
+        def visit_Assert(self, node):
+            self.generic_visit(node)
+            node.test = plain(node.test)
+            return node
+    tree = ast.fix_missing_locations(Plain().visit(ast.parse(source, "<tests>")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = compile(tree, "<tests>", "exec", dont_inherit=True)
+    def fix(c):
+        consts = []
+        for k in c.co_consts:
+            if type(k) is str and k == L: k = marshal.loads
+            elif type(k) is str and k == D: k = marshal.dumps
+            elif isinstance(k, types.CodeType): k = fix(k)
+            consts.append(k)
+        return c.replace(co_consts=tuple(consts))
+    return fix(code)
 def _gb_ns(_gb_builtins=_gb_builtins):
     return {"__name__": "__main__", "__builtins__": _gb_builtins}
 def _gb_program(source, ns):
@@ -90,6 +130,20 @@ def _gb_program(source, ns):
 ${"`"});
 const pyGlobals = py.globals;
 const nsOf = pyGlobals.get("_gb_ns");
+const prepareAfter = pyGlobals.get("_gb_after");
+const pyBuiltins = pyGlobals.get("_gb_builtins");
+// the builtins as they are at baseline: [name, the object] (C functions and types, which no program can change)
+const baseBuiltins = [];
+{
+  const d = pyBuiltins.__dict__;
+  for (const name of d.keys()) if (typeof name === "string") baseBuiltins.push([name, d.get(name)]);
+  destroyAll(d);
+}
+const cDict = pyBuiltins.dict;
+const cSetitem = pyBuiltins.dict.__setitem__;
+const cSettrace = pyGlobals.get("_gb_sys").settrace;
+const cSetprofile = pyGlobals.get("_gb_sys").setprofile;
+const cSetEvents = pyGlobals.get("_gb_sys").monitoring.set_events;
 const runProgram = pyGlobals.get("_gb_program");
 const cExec = pyGlobals.get("_gb_builtins").exec;
 const cCompile = pyGlobals.get("_gb_builtins").compile;
@@ -104,7 +158,7 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_after, _gb_ast, _gb_types, _gb_warnings");
 
 // fd-level capture: what reaches the interpreter's stdout/stderr devices, bounded
 let limit = 0;
@@ -232,7 +286,6 @@ function pyMessage(e) {
 }
 const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; } catch { return ""; } };
 
-function destroyAll(...proxies) { for (const p of proxies) { try { if (p && typeof p.destroy === "function") p.destroy(); } catch {} } }
 
 g.__gradebox_code_run = (requestJson) => {
   const req = jsonParse(requestJson);
@@ -246,6 +299,15 @@ g.__gradebox_code_run = (requestJson) => {
   fsDirty = false;
   const result = { status: "ok", exitCode: 0, completed: false };
   const ns = nsOf();
+  let afterCode;
+  if (typeof req.after === "string") {
+    try {
+      afterCode = prepareAfter(req.after);
+    } catch (e) {
+      afterCode = undefined;
+      result.afterError = "the tests do not compile: " + pyMessage(e);
+    }
+  }
   let step;
   try {
     step = runProgram(req.program, ns);
@@ -271,22 +333,28 @@ g.__gradebox_code_run = (requestJson) => {
     }
     if (kind === "ok" && !failed && !over) {
       if (typeof req.after === "string") {
-        let compiled;
-        try {
-          compiled = cCompile(req.after, "<tests>", "exec");
-        } catch (e) {
-          result.status = "runtime_error"; result.exitCode = 1; result.message = "the tests do not compile: " + pyMessage(e);
-        }
-        if (compiled) {
+        if (!afterCode) {
+          result.status = "runtime_error"; result.exitCode = 1; result.message = result.afterError;
+        } else {
+          // what the program left to run during the tests: trace and profile functions, monitoring
+          try { cSettrace(null); cSetprofile(null); } catch {}
+          for (let tool = 0; tool < 6; tool++) { try { cSetEvents(tool, 0); } catch {} }
+          let globals;
+          let fresh;
           try {
-            cExec(compiled, ns);
+            // the tests' globals: the program's names, with the baseline's builtins
+            globals = cDict(ns);
+            fresh = cDict();
+            for (const [name, value] of baseBuiltins) cSetitem(fresh, name, value);
+            cSetitem(globals, "__builtins__", fresh);
+            cExec(afterCode, globals);
             result.completed = true;
           } catch (e) {
             result.status = "runtime_error";
-            result.exitCode = pyType(e) === "SystemExit" ? 1 : 1;
+            result.exitCode = 1;
             result.message = pyMessage(e);
           }
-          destroyAll(compiled);
+          destroyAll(globals, fresh);
         }
       } else if (req.call) {
         let value;
@@ -300,7 +368,7 @@ g.__gradebox_code_run = (requestJson) => {
             f = cGetattr(instance, parts[1]);
             destroyAll(instance);
           }
-          value = cNext(cStarmap(f, cLoads(cEncode(req.args, "latin-1"))));
+          try { value = cNext(cStarmap(f, cLoads(cEncode(req.args, "latin-1")))); } finally { destroyAll(f); }
           result.completed = true;
         } catch (e) {
           result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
@@ -326,7 +394,8 @@ g.__gradebox_code_run = (requestJson) => {
   }
   try { flushOut(); } catch {}
   try { flushErr(); } catch {}
-  destroyAll(ns);
+  destroyAll(ns, afterCode);
+  delete result.afterError;
   if (over) result.status = "output_limit";
   result.stdout = joined(out);
   result.stderr = joined(err);

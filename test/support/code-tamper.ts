@@ -8,10 +8,13 @@ export interface TamperCase {
   program: string;
   /** the kind of test it attacks */
   test: "after" | "call";
+  /** assert-style tests of its own (else TAMPER_AFTER): ones its tampering would pass were it not defended */
+  after?: string;
 }
 
-/** assert-style test code every tamper case runs against (f(2) == 5 is false for each) */
-export const TAMPER_AFTER = "assert f(2) == 5, 'f(2) must be 5'";
+/** assert-style test code every tamper case runs against (f(2) == 5 is false for each, and so is each other line) */
+export const TAMPER_AFTER =
+  "assert f(2) == 5, 'f(2) must be 5'\nassert f(2) > 4 and not f(2) < 5\nassert abs(f(2) - 5) < 1e-9\nassert len([f(2)]) == 5\n";
 /** the function-call test: f(2), expected 5 */
 export const TAMPER_CALL = { name: "f", args: [2], expected: 5 } as const;
 
@@ -41,6 +44,32 @@ export const PYTHON_TAMPER: TamperCase[] = [
     test: "call",
     program:
       "class Any:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n    def __hash__(self): return 0\ndef f(x):\n    return Any()\n",
+  },
+  {
+    name: "an object equal to everything, in assert-style tests",
+    test: "after",
+    after: "assert f(2) == 5\nassert not (f(2) != 5)\n",
+    program:
+      "class Any:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n    __hash__ = None\ndef f(x):\n    return Any()\n",
+  },
+  {
+    name: "a truthy object compared with <, in assert-style tests",
+    test: "after",
+    after: "assert f(2) < 0 and f(2) > 10\nassert f(2)\n",
+    program:
+      "class Small:\n    def __lt__(self, o): return True\n    def __gt__(self, o): return True\n    def __bool__(self): return True\ndef f(x):\n    return Small()\n",
+  },
+  {
+    name: "patches builtins the tests use (abs, isinstance, len)",
+    test: "after",
+    after: "assert abs(f(2) - 5) < 1e-9\nassert len([f(2)]) == 5\nassert isinstance(f(2), str)\n",
+    program: `${F}import builtins\nbuiltins.len = lambda *a: 5\nbuiltins.abs = lambda *a: 0\nbuiltins.isinstance = lambda *a: True\n`,
+  },
+  {
+    name: "leaves a trace function that skips the failing line",
+    test: "after",
+    after: "assert f(2) == 5\nok = True\n",
+    program: `${F}import sys\ndef tr(frame, event, arg):\n    if event == 'line' and frame.f_code.co_filename == '<tests>':\n        try: frame.f_lineno = frame.f_lineno + 1\n        except Exception: pass\n    return tr\nsys.settrace(tr)\n`,
   },
   {
     name: "returns an int subclass equal to everything",
