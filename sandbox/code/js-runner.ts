@@ -178,16 +178,31 @@ export class JsRunner implements CodeRunner {
     this.stats.runs++;
     const cpuBefore = isolate.cpuTime;
     const started = Date.now();
-    const context = isolate.createContextSync();
+    let context: ivm.Context;
+    try {
+      context = isolate.createContextSync();
+    } catch (error) {
+      // the isolate is spent (a context could not be made within its limit): the next run gets a new one
+      this.dispose();
+      throw new RunnerFailure(`the JavaScript runner could not make a context: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    /** every Reference into the context: released with it, or they keep the context alive */
+    const held: ivm.Reference[] = [];
+    const keep = <T extends ivm.Reference>(r: T): T => {
+      held.push(r);
+      return r;
+    };
     const cpu = () => (isolate.isDisposed ? Date.now() - started : Number(isolate.cpuTime - cpuBefore) / 1e6);
     let h: ivm.Reference | undefined;
     try {
       // the time limit runs from the harness on: a time-out of the harness itself is the run's
       const left = () => Math.max(1, request.limits.cpuMs - Math.floor(cpu()));
-      const make = (this.harness as ivm.Script).runSync(context, { reference: true }) as ivm.Reference;
-      h = make.applySync(undefined, [request.stdin ?? "", request.limits.outputBytes], { result: { reference: true } }) as ivm.Reference;
+      const make = keep((this.harness as ivm.Script).runSync(context, { reference: true }) as ivm.Reference);
+      h = keep(
+        make.applySync(undefined, [request.stdin ?? "", request.limits.outputBytes], { result: { reference: true } }) as ivm.Reference,
+      );
       const harness = h;
-      const ref = (name: string) => harness.getSync(name, { reference: true }) as ivm.Reference;
+      const ref = (name: string) => keep(harness.getSync(name, { reference: true }) as ivm.Reference);
       const state = ref("state");
       const returnedOf = ref("returned");
       let status: RunStatus = "ok";
@@ -242,14 +257,18 @@ export class JsRunner implements CodeRunner {
           if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)?$/.test(name)) throw new Error(`cannot call ${name}`);
           const [head, method] = name.split(".");
           const target = method === undefined ? head : `(() => { const o = new ${head}(); return o.${method}.bind(o); })()`;
-          const fn = isolate
-            .compileScriptSync(`(${target})`, { filename: "call.js" })
-            .runSync(context, { reference: true, timeout: left() }) as ivm.Reference;
-          const value = fn.applySync(undefined, request.call.args, {
-            timeout: left(),
-            arguments: { copy: true },
-            result: { reference: true },
-          }) as ivm.Reference;
+          const fn = keep(
+            isolate
+              .compileScriptSync(`(${target})`, { filename: "call.js" })
+              .runSync(context, { reference: true, timeout: left() }) as ivm.Reference,
+          );
+          const value = keep(
+            fn.applySync(undefined, request.call.args, {
+              timeout: left(),
+              arguments: { copy: true },
+              result: { reference: true },
+            }) as ivm.Reference,
+          );
           const text = returnedOf.applySync(undefined, [value.derefInto()], { timeout: left() });
           if (text === "\u0000exit") {
             // process.exit inside the call: the harness never saw its value
@@ -281,7 +300,10 @@ export class JsRunner implements CodeRunner {
       }
       throw new RunnerFailure(`the JavaScript runner failed: ${text}`);
     } finally {
-      if (!isolate.isDisposed) context.release();
+      if (!isolate.isDisposed) {
+        for (const r of held) r.release();
+        context.release();
+      }
     }
   }
 
