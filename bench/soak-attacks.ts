@@ -467,4 +467,46 @@ async (t) => {
   },
 ];
 
-export const ATTACKS: AttackClass[] = [...ISOLATE_ATTACKS, ...HOST_ATTACKS];
+/** Programs a policy may write (issue 29): each graded by a code grader's runners, against one stdin test. */
+const HOSTILE_PROGRAMS: Array<[language: string, code: string]> = [
+  ["python", "while True:\n    pass"],
+  ["python", "import time\ntime.sleep(60)"],
+  ["python", "x = [0] * 10**9"],
+  ["python", "while True:\n    print('x' * 1000)"],
+  ["python", "import sys\nsys.setrecursionlimit(10**6)\ndef f(n): return f(n + 1)\nf(0)"],
+  ["python", "import os\nopen('/tmp/junk', 'w').write('x' * 10**6)\nos._exit(0)"],
+  ["python", "import builtins\nbuiltins.print = None\nimport sys\nsys.exit(0)"],
+  ["javascript", "const a = []; for (;;) a.push(new Array(1e6).fill(1));"],
+  ["javascript", "for (;;) {}"],
+];
+const HOSTILE_THREADS = HOSTILE_PROGRAMS.map(([language, code], i) => ({
+  turns: [
+    { role: "user", content: "Print the number you read." },
+    { role: "assistant", content: `\`\`\`${language}\n${code}\n\`\`\`` },
+  ],
+  metadata: { i, input_output: JSON.stringify({ inputs: ["1\n"], outputs: ["1\n"] }) },
+}));
+
+/** Hostile programs through a code grader: every item scores 0 (no program here passes), and the workers stay up. */
+const CODE_ATTACKS: AttackClass[] = [
+  {
+    name: "15 hostile programs",
+    graders: {},
+    setup: async (ctx) => {
+      const created = await ctx.request("create code grader", "POST", "/graders/code", {
+        key: "code-hostile",
+        languages: ["python", "javascript"],
+        limits: { cpuMs: 300 },
+      });
+      if (created.status !== 201 && created.status !== 409) throw new Error(`the code grader was not created: ${created.status}`);
+    },
+    teardown: async (ctx) => {
+      await ctx.request("delete code grader", "DELETE", "/graders/code-hostile");
+    },
+    loops: 2,
+    honestScore: 0,
+    step: (ctx) => ctx.gradeBatch("code-hostile", HOSTILE_THREADS),
+  },
+];
+
+export const ATTACKS: AttackClass[] = [...ISOLATE_ATTACKS, ...HOST_ATTACKS, ...CODE_ATTACKS];

@@ -139,6 +139,36 @@ describe("JavaScript runner", () => {
     assert.equal(run({ program: "function f(n) { return f(n + 1) }\nf(0)" }).status, "runtime_error");
     assert.equal(run({ program: "console.log(6 * 7)" }).stdout, "42\n");
   });
+  test("runs release their contexts: 600 runs in one isolate of 16 MB", () => {
+    const small = new JsRunner();
+    try {
+      for (let i = 0; i < 600; i++) {
+        const r = small.run({
+          language: "javascript",
+          program: "console.log(+readline() + 1)",
+          stdin: `${i}`,
+          limits: { ...limits, memoryMb: 16 },
+        });
+        assert.equal(r.stdout, `${i + 1}\n`);
+      }
+      assert.equal(small.stats.isolates, 1);
+    } finally {
+      small.dispose();
+    }
+  });
+  test("a run's memory limit is capped by the worker's", () => {
+    const capped = new JsRunner(16);
+    try {
+      const r = capped.run({
+        language: "javascript",
+        program: "const a = []; for (;;) a.push(new Array(1e5).fill(1))",
+        limits: { ...limits, memoryMb: 1024 },
+      });
+      assert.equal(r.status, "memory_limit");
+    } finally {
+      capped.dispose();
+    }
+  });
   test("call and after", () => {
     assert.deepEqual(run({ program: "function f(a,b){return {s:a+b,l:[a,b]}}", call: { name: "f", args: [1, 2] } }).returned, {
       s: 3,

@@ -154,13 +154,20 @@ export class JsRunner implements CodeRunner {
   private harness: ivm.Script | undefined;
   readonly stats = { isolates: 0, runs: 0 };
 
+  /** `maxMb`: the worker's own memory limit, which no run's limit goes past (its watchdog bounds the process by it) */
+  constructor(private readonly maxMb = Number.POSITIVE_INFINITY) {}
+
+  private mbFor(memoryMb: number): number {
+    return Math.max(8, Math.min(memoryMb, this.maxMb));
+  }
+
   /** the isolate for runs of `memoryMb` is up */
   startedFor(memoryMb: number): boolean {
-    return this.isolate !== undefined && !this.isolate.isDisposed && this.isolateMb === Math.max(8, memoryMb);
+    return this.isolate !== undefined && !this.isolate.isDisposed && this.isolateMb === this.mbFor(memoryMb);
   }
 
   warm(memoryMb: number): void {
-    this.ensure(Math.max(8, memoryMb));
+    this.ensure(this.mbFor(memoryMb));
   }
 
   private ensure(memoryMb: number): ivm.Isolate {
@@ -174,7 +181,7 @@ export class JsRunner implements CodeRunner {
   }
 
   run(request: RunRequest): RunResult {
-    const isolate = this.ensure(Math.max(8, request.limits.memoryMb));
+    const isolate = this.ensure(this.mbFor(request.limits.memoryMb));
     this.stats.runs++;
     const cpuBefore = isolate.cpuTime;
     const started = Date.now();

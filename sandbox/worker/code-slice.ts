@@ -52,14 +52,18 @@ export function unpackThreads(batch: PackedBatch): Thread[] {
 export class CodeRunners {
   private python: PythonRunner | undefined;
   private js: JsRunner | undefined;
-  constructor(private readonly template: () => PythonTemplate) {}
+  constructor(
+    private readonly template: () => PythonTemplate,
+    /** the worker's memory limit: a Python run's is the template's (its wasm maximum), a JavaScript run's is capped by it */
+    private readonly maxMb: number,
+  ) {}
 
   readonly runnerFor = (language: CodeLanguage): CodeRunner => {
     if (language === "python") {
       this.python ??= new PythonRunner(this.template());
       return this.python;
     }
-    this.js ??= new JsRunner();
+    this.js ??= new JsRunner(this.maxMb);
     return this.js;
   };
 
@@ -79,7 +83,7 @@ export class CodeRunners {
       }
     }
     if (languages.includes("javascript")) {
-      this.js ??= new JsRunner();
+      this.js ??= new JsRunner(this.maxMb);
       if (!this.js.startedFor(memoryMb)) {
         this.js.warm(memoryMb);
         started = true;

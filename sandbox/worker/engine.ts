@@ -83,6 +83,7 @@ export class Engine {
     this.watch = hooks.watch ?? UNWATCHED;
     this.onWarmHeap = hooks.onWarmHeap ?? (() => {});
     this.onFixed = hooks.onFixed ?? (() => {});
+    this.codeRunners = new CodeRunners(() => this.python(), limits.memoryMb);
   }
 
   private pythonTemplate: PythonTemplate | undefined;
@@ -110,7 +111,7 @@ export class Engine {
   }
 
   /** the code graders' runners (sandbox/code), warm for the worker's life */
-  private readonly codeRunners = new CodeRunners(() => this.python());
+  private readonly codeRunners: CodeRunners;
   /** what the runners keep resident (a Python runner's isolate and its baseline copy): fixed, like the template */
   codeBytes = 0;
   /** what the worker holds beyond its warm isolates: the Python template and the code runners */
