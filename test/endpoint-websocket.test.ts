@@ -253,6 +253,35 @@ describe("an endpoint grader over WebSocket", () => {
     assert.equal(rewards.connections.get("good"), 1);
   });
 
+  test("a Gradebox grader's own reward socket (…/reward/ws) serves as the endpoint; its failure answers are the thread's error", async () => {
+    const remote = await startServer({ listen: true });
+    try {
+      const pushed = await call(remote.app, "POST", "/v1/projects/remote/graders", {
+        key: "len",
+        source:
+          "export default async function grade(thread) { const c = thread.completion() ?? ''; return c === 'skip' ? null : c.length / 100; }",
+      });
+      assert.equal(pushed.status, 201, JSON.stringify(pushed.body));
+      const secret = await call(s.app, "PUT", `${P}/secrets/remote-key`, { value: `Bearer ${await remote.keyFor("remote")}` });
+      assert.ok(secret.status < 300, JSON.stringify(secret.body));
+      const created = await call(s.app, "POST", `${P}/graders/external-endpoint`, {
+        key: "gradebox-ws",
+        url: `${remote.url}/v1/projects/remote/graders/len/reward`,
+        transport: "websocket",
+        headersSecret: { Authorization: "remote-key" },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const r = await grade("gradebox-ws", [thread("abc"), thread("skip"), thread("abcdef")]);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.results[0].score, 0.03);
+      assert.equal(r.body.results[2].score, 0.06);
+      assert.equal(r.body.results[1].error?.code, "ENDPOINT_UNAVAILABLE", JSON.stringify(r.body.results[1]));
+      assert.match(r.body.results[1].error.message, /the endpoint answered ABSTAINED/);
+    } finally {
+      await remote.close();
+    }
+  });
+
   test("answers in any order are matched to their threads by id", async () => {
     await endpoint("reverse", "reverse", { batchSize: 8 });
     const threads = Array.from({ length: 8 }, (_, i) => thread("z".repeat(i + 1)));
