@@ -165,8 +165,9 @@ export class Endpoints {
         ...(spec.transport === "websocket" ? { socket: new EndpointSocket(spec.url, this.egress, SOCKET_LIMITS, spec.timeoutMs) } : {}),
       };
       // bounded as the judges' templates are: another node's delete is never heard here, and a
-      // dropped handle is rebuilt on the next call (with a fresh breaker and socket)
-      if (this.handles.size >= MAX_HANDLES) this.forget(this.handles.keys().next().value as string);
+      // dropped handle is rebuilt on the next call (with a fresh breaker and socket; the dropped
+      // one's socket serves what is in flight on it, then closes idle)
+      if (this.handles.size >= MAX_HANDLES) this.handles.delete(this.handles.keys().next().value as string);
       this.handles.set(target.id, handle);
     }
     return handle;
