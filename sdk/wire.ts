@@ -899,7 +899,7 @@ export interface components {
         EndpointSpec: {
             /**
              * Format: uri
-             * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema
+             * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema (transport websocket: {url}/ws)
              */
             url: string;
             /** @description request headers whose values are server environment secrets (GRADEBOX_SECRET_…) the operator granted to this project (GRADEBOX_SECRET_GRANTS) */
@@ -911,17 +911,23 @@ export interface components {
                 [key: string]: string;
             };
             /**
+             * @description how threads are scored: http (POST /score, /batch_score) or websocket (one socket at {url}/ws, a score message per thread, answers correlated by id, as Adaptive's RewardClient.connect_websocket). /info and /metadata_schema are read over HTTP either way
+             * @default http
+             * @enum {string}
+             */
+            transport: "http" | "websocket";
+            /**
              * @description milliseconds per attempt
              * @default 30000
              */
             timeoutMs: number;
             /**
-             * @description true: /batch_score for batches; false: /score per thread
+             * @description true: /batch_score for batches; false: /score per thread (websocket: threads per call, batchSize or 1)
              * @default true
              */
             batch: boolean;
             /**
-             * @description threads per /batch_score call
+             * @description threads per /batch_score call (websocket: score messages sent, retried and timed together)
              * @default 64
              */
             batchSize: number;
@@ -2529,7 +2535,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema
+                     * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema (transport websocket: {url}/ws)
                      */
                     url: string;
                     /** @description request headers whose values are server environment secrets (GRADEBOX_SECRET_…) the operator granted to this project (GRADEBOX_SECRET_GRANTS) */
@@ -2541,17 +2547,23 @@ export interface operations {
                         [key: string]: string;
                     };
                     /**
+                     * @description how threads are scored: http (POST /score, /batch_score) or websocket (one socket at {url}/ws, a score message per thread, answers correlated by id, as Adaptive's RewardClient.connect_websocket). /info and /metadata_schema are read over HTTP either way
+                     * @default http
+                     * @enum {string}
+                     */
+                    transport?: "http" | "websocket";
+                    /**
                      * @description milliseconds per attempt
                      * @default 30000
                      */
                     timeoutMs?: number;
                     /**
-                     * @description true: /batch_score for batches; false: /score per thread
+                     * @description true: /batch_score for batches; false: /score per thread (websocket: threads per call, batchSize or 1)
                      * @default true
                      */
                     batch?: boolean;
                     /**
-                     * @description threads per /batch_score call
+                     * @description threads per /batch_score call (websocket: score messages sent, retried and timed together)
                      * @default 64
                      */
                     batchSize?: number;

@@ -144,6 +144,7 @@ const judge = (key: string, spec: object) => grader(key, "judge", JSON.stringify
 const ENDPOINT = {
   url: "https://rewards.example.com",
   headersSecret: { Authorization: "rm-token" },
+  transport: "http",
   timeoutMs: 30_000,
   batch: true,
   batchSize: 64,
