@@ -1,8 +1,9 @@
 """Adaptive's reward protocol, both directions, with Adaptive's own server and client (their wire
 copies: test/support/adaptive_server.py, adaptive_client.py) against the server GRADEBOX_URL
 names (test/support/trainers.sh starts one, with loopback egress allowed):
-(a) the stock reward server registered as an endpoint grader grades threads through Gradebox
-    (its "id": null answers, integer ids sent to it, a developer role passed on);
+(a) the stock reward server registered as an endpoint grader grades threads through Gradebox,
+    over HTTP (its "id": null answers) and over its WebSocket (transport "websocket": integer
+    ids, chunked answers), a developer role passed on;
 (b) the stock RewardClient, given the grade token's one URL (urls.adaptive) and no header,
     scores that grader over HTTP (info, metadata_schema, score, batch_score) and over its
     WebSocket (score), so each request goes client → Gradebox → stock server and back.
@@ -48,19 +49,26 @@ def check(what: str, got: object, want: object) -> None:
     print(f"adaptive: ok: {what}", file=sys.stderr)
 
 
-def endpoint_grader(project: str, port: int) -> str:
-    """(a): the stock server as an endpoint grader, graded one by one and as a batch."""
-    key = f"adaptive-{uuid.uuid4().hex[:6]}"
-    made = api("POST", f"/v1/projects/{project}/graders/external-endpoint", {"key": key, "url": f"http://127.0.0.1:{port}"})
-    check("registration read the stock /info", made["endpoint"]["info"]["name"], "expected")
-    check("registration read the stock /metadata_schema", made["endpoint"]["metadataSchema"]["required"], ["expected"])
+def endpoint_grader(project: str, port: int, transport: str) -> str:
+    """(a): the stock server as an endpoint grader over `transport`, graded one by one and as a batch."""
+    key = f"adaptive-{transport}-{uuid.uuid4().hex[:6]}"
+    body = {"key": key, "url": f"http://127.0.0.1:{port}", "transport": transport}
+    made = api("POST", f"/v1/projects/{project}/graders/external-endpoint", body)
+    check(f"{transport}: registration read the stock /info", made["endpoint"]["info"]["name"], "expected")
+    check(f"{transport}: registration read the stock /metadata_schema", made["endpoint"]["metadataSchema"]["required"], ["expected"])
+    check(f"{transport}: the grader's transport", made["endpoint"]["transport"], transport)
     client = gradebox.Gradebox()
     one = client.graders.grade(key, thread("7", "7", first_role="developer"))
-    check("/grade through the stock server (its id: null, a developer role)", (one["score"], one["metadata"]["roles"]), (1.0, ["developer", "assistant"]))
-    threads = [thread(str(n), "7", first_role="developer" if n % 2 else "user") for n in range(5, 10)]
+    check(f"{transport}: /grade through the stock server (a developer role)", (one["score"], one["metadata"]["roles"]), (1.0, ["developer", "assistant"]))
+    # over HTTP the stock server answers "id": null; over its socket, the integer id it was sent
+    threads = [thread(str(n % 10), "7", first_role="developer" if n % 2 else "user") for n in range(5, 25)]
     batch = client.graders.grade_batch(key, threads)
-    check("grade_batch through the stock /batch_score", batch.scores(), [0.0, 0.0, 1.0, 0.0, 0.0])
-    check("each thread's roles reached the stock server", [r.metadata["roles"][0] for r in batch.results], ["developer", "user", "developer", "user", "developer"])
+    check(f"{transport}: grade_batch through the stock server", batch.scores(), [1.0 if n % 10 == 7 else 0.0 for n in range(5, 25)])
+    check(
+        f"{transport}: each thread's roles reached the stock server",
+        [r.metadata["roles"][0] for r in batch.results],
+        ["developer" if n % 2 else "user" for n in range(5, 25)],
+    )
     return key
 
 
@@ -106,7 +114,8 @@ def main() -> int:
         except httpx.TransportError:
             time.sleep(0.1)
     try:
-        key = endpoint_grader(project, port)
+        key = endpoint_grader(project, port, "http")
+        endpoint_grader(project, port, "websocket")
         asyncio.run(stock_client(project, key))
     finally:
         server.server.stop()
