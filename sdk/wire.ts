@@ -576,7 +576,7 @@ export interface paths {
         put?: never;
         /**
          * Create a grade token
-         * @description A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL (POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}). It grades with this grader and does nothing else; returned with the token itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
+         * @description A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL (POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}, Adaptive's RewardClient at /v1/reward/{token}). It grades with this grader and does nothing else; returned with the token itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
          */
         post: operations["tokens.create"];
         delete?: never;
@@ -882,6 +882,8 @@ export interface components {
                 gymHost: string;
                 /** @description the same resources server under a path, for a reverse proxy or curl */
                 gymPath: string;
+                /** @description the reward-server protocol (Adaptive's RewardClient(url)): …/score, /batch_score, /info, /metadata_schema, /ws */
+                adaptive: string;
             };
         };
         /** @description what GET {url}/info answered at registration */
@@ -2972,7 +2974,7 @@ export interface operations {
     "reward.websocket": {
         parameters: {
             query?: {
-                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer */
+                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks; the default on …/ws); whole: one message per answer */
                 framing?: "chunks" | "whole";
             };
             header?: never;

@@ -315,6 +315,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
           openrlhf: `https://gradebox.example.com/rm/${TOKEN}`,
           gymHost: `${TOKEN}.gym.gradebox.example.com`,
           gymPath: `https://gradebox.example.com/gym/${TOKEN}`,
+          adaptive: `https://gradebox.example.com/v1/reward/${TOKEN}`,
         },
       },
     },
