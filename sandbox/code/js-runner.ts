@@ -154,6 +154,15 @@ export class JsRunner implements CodeRunner {
   private harness: ivm.Script | undefined;
   readonly stats = { isolates: 0, runs: 0 };
 
+  /** the isolate for runs of `memoryMb` is up */
+  startedFor(memoryMb: number): boolean {
+    return this.isolate !== undefined && !this.isolate.isDisposed && this.isolateMb === Math.max(8, memoryMb);
+  }
+
+  warm(memoryMb: number): void {
+    this.ensure(Math.max(8, memoryMb));
+  }
+
   private ensure(memoryMb: number): ivm.Isolate {
     if (this.isolate && !this.isolate.isDisposed && this.isolateMb === memoryMb) return this.isolate;
     if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();

@@ -353,6 +353,16 @@ export class PythonRunner implements CodeRunner {
 
   constructor(private readonly template: PythonTemplate) {}
 
+  /** the isolate is up (a run now costs a restore, not a start) */
+  get started(): boolean {
+    return this.entry !== undefined && this.isolate !== undefined && !this.isolate.isDisposed;
+  }
+
+  /** Starts the isolate now (the worker does, outside any watched call: a start grows the process by ~100 MB). */
+  warm(): void {
+    if (!this.started) this.start();
+  }
+
   private start(): ivm.Reference {
     const t = this.template;
     const isolate = new ivm.Isolate({ memoryLimit: HEAP_MB });

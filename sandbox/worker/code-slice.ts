@@ -63,6 +63,31 @@ export class CodeRunners {
     return this.js;
   };
 
+  /**
+   * Starts what runs of these languages need and is not up (the first time, or after a run that
+   * left a runner to be replaced): true when it started something. The worker calls it between
+   * items, outside the watchdog's calls, since a Python runner's start grows the process by about
+   * 100 MB that stay (the worker counts them as fixed, like the template).
+   */
+  prepare(languages: readonly CodeLanguage[], memoryMb: number): boolean {
+    let started = false;
+    if (languages.includes("python")) {
+      this.python ??= new PythonRunner(this.template());
+      if (!this.python.started) {
+        this.python.warm();
+        started = true;
+      }
+    }
+    if (languages.includes("javascript")) {
+      this.js ??= new JsRunner();
+      if (!this.js.startedFor(memoryMb)) {
+        this.js.warm(memoryMb);
+        started = true;
+      }
+    }
+    return started;
+  }
+
   dispose(): void {
     this.python?.dispose();
     this.js?.dispose();
@@ -82,6 +107,8 @@ export function gradeCodeSlice(
   batch: PackedBatch,
   from: number,
   options: SliceOptions,
+  /** starts the runners these languages need, outside any watched call (the engine accounts their memory) */
+  prepare: (languages: readonly CodeLanguage[], memoryMb: number) => void,
 ): SliceResult {
   const spec = parseCodeSpec(grader.compiled);
   const threads = unpackThreads(batch);
@@ -96,6 +123,17 @@ export function gradeCodeSlice(
       break;
     }
     if (i > from && (options.single || Date.now() - started >= options.sliceMs)) break;
+    try {
+      prepare(spec.languages, spec.limits.memoryMb);
+    } catch (error) {
+      // the runner could not start: this item, and the rest of the slice, abstain (the service's fault, not the program's)
+      const message = error instanceof Error ? error.message : String(error);
+      while (i < count) {
+        outcomes.push({ abstained: { code: "RUNNER_UNAVAILABLE", reason: message } });
+        i++;
+      }
+      break;
+    }
     watch.begin(i, 1, itemBudgetMs(spec), 0);
     if (slot) slot[SLOT.item] = i;
     try {
