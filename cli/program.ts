@@ -35,6 +35,7 @@ import {
   wholeNumber,
   withApiOptions,
 } from "./api.ts";
+import { addCodeCommands, describeCode } from "./code.ts";
 import { addEndpointCommands, describeEndpoint } from "./endpoints.ts";
 import { gradeFile, type LineResult, type Summary, summaryText } from "./grade-file.ts";
 import { collectKeys, type FileGrader, fileGraders } from "./grader-files.ts";
@@ -334,6 +335,7 @@ export function clientProgram(): Command {
         }
         if (g.judge) console.log(describeJudge(g.judge));
         if (g.endpoint) console.log(describeEndpoint(g.endpoint));
+        if (g.code) console.log(describeCode(g.code));
         if (g.source !== undefined) console.log(`\n${g.source}`);
       }),
     );
@@ -452,6 +454,7 @@ export function clientProgram(): Command {
 
   addJudgeCommands(program);
   addEndpointCommands(program);
+  addCodeCommands(program);
   addSecretCommands(program);
   return program;
 }

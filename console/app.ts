@@ -5,6 +5,7 @@
 // (the list opens a grader, opening one refreshes the list): those imports are cyclic, which
 // ES modules allow as no module calls another while it loads.
 
+import * as codeEditor from "./panels/code-editor.ts";
 import * as connect from "./panels/connect.ts";
 import * as detail from "./panels/detail.ts";
 import * as editor from "./panels/editor.ts";
@@ -14,5 +15,5 @@ import * as models from "./panels/models.ts";
 import * as test from "./panels/test.ts";
 import * as versions from "./panels/versions.ts";
 
-for (const panel of [connect, detail, versions, editor, judgeEditor, endpointEditor, test, models]) panel.wire();
+for (const panel of [connect, detail, versions, editor, judgeEditor, endpointEditor, codeEditor, test, models]) panel.wire();
 connect.resume();

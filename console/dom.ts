@@ -121,8 +121,8 @@ export function sourceBlock(source: string, errorLine?: number, language: Highli
 }
 
 /** The right-hand panels, one shown at a time: a grader, the grader editor, the judge editor or the endpoint form. */
-export type Panel = "detail" | "create" | "judge-create" | "endpoint-create";
+export type Panel = "detail" | "create" | "judge-create" | "endpoint-create" | "code-create";
 
 export function showPanel(id: Panel): void {
-  for (const panel of ["detail", "create", "judge-create", "endpoint-create"]) $(`#${panel}`).hidden = panel !== id;
+  for (const panel of ["detail", "create", "judge-create", "endpoint-create", "code-create"]) $(`#${panel}`).hidden = panel !== id;
 }

@@ -10,6 +10,7 @@ import type {
   ApiKey,
   CreateApiKeyParams,
   CreateBinaryJudgeParams,
+  CreateCodeParams,
   CreateCombinedParams,
   CreatedApiKey,
   CreatedGradeToken,
@@ -339,6 +340,8 @@ export class Graders {
      * (ValidationError with check "endpoint" when it cannot be reached or answers badly; EGRESS_DENIED when the address is refused)
      */
     externalEndpoint: (params: CreateExternalEndpointParams, options?: RequestOptions) => Promise<GraderWithSource>;
+    /** runs the completion's program against the tests in each thread's metadata, a fresh interpreter per test */
+    code: (params: CreateCodeParams, options?: RequestOptions) => Promise<GraderWithSource>;
   };
 
   constructor(private readonly client: Gradebox) {
@@ -359,6 +362,7 @@ export class Graders {
       prebuiltJudge: (params, options) => post("/prebuilt-judge", params, options),
       rubricJudge: (params, options) => post("/rubric-judge", params, options),
       externalEndpoint: (params, options) => post("/external-endpoint", params, options),
+      code: (params, options) => post("/code", params, options),
     };
   }
 

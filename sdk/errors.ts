@@ -12,7 +12,7 @@ export type Language = (typeof LANGUAGES)[number];
  * Why a thread has no score and no error: the grader abstained (it returned null / None or threw
  * Abstain), or the service abstained for it where no score is honest (the batch's deadline came,
  * its judge model or endpoint was unavailable and the request asked for abstentions, every part
- * of a combined grader abstained).
+ * of a combined grader abstained, a code grader's runner failed).
  */
 export const ABSTAIN_CODES = [
   "GRADER_ABSTAINED",
@@ -20,6 +20,7 @@ export const ABSTAIN_CODES = [
   "JUDGE_UNAVAILABLE",
   "ENDPOINT_UNAVAILABLE",
   "ALL_PARTS_ABSTAINED",
+  "RUNNER_UNAVAILABLE",
 ] as const;
 export type AbstainCode = (typeof ABSTAIN_CODES)[number];
 

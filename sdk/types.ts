@@ -54,6 +54,18 @@ export type CreateExternalEndpointParams = Wire.RequestBody<"graders.create.exte
 export type EndpointDefinition = Wire.EndpointSpec;
 
 // ---------------------------------------------------------------------------------------------
+// Code-execution graders
+
+/**
+ * A grader that runs the completion's program against the tests in each thread's metadata (APPS,
+ * TACO, CodeContests, LiveCodeBench, HumanEval, MBPP shapes), each test in a fresh interpreter;
+ * every field but `key` has a default (docs/code-graders.md).
+ */
+export type CreateCodeParams = Wire.RequestBody<"graders.create.code">;
+/** A stored code grader's definition, every default filled in. */
+export type CodeDefinition = Wire.CodeSpec;
+
+// ---------------------------------------------------------------------------------------------
 // API keys
 
 /** An API key as listed: id, project, prefix, label, role, dates; never the key itself. */

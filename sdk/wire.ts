@@ -469,6 +469,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/graders/code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a code-execution grader
+         * @description A grader that runs the program in the completion (the last fenced block in an accepted language) against the tests in each thread's metadata (stdin/stdout, assert-style or function-call, in the shapes of APPS, TACO, CodeContests, LiveCodeBench, HumanEval and MBPP), each test in a fresh interpreter within the limits given; the score is the fraction of tests passed (or all-or-nothing), with a verdict per test in subscores and metadata. Every field but `key` has a default. A key already taken answers 409 GRADER_EXISTS.
+         */
+        post: operations["graders.create.code"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/secrets/{name}": {
         parameters: {
             query?: never;
@@ -721,10 +741,10 @@ export interface components {
         /** @description why a thread has neither a score nor an error: no score is honest for it */
         Abstention: {
             /**
-             * @description GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained
+             * @description GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained; RUNNER_UNAVAILABLE: a code grader's program runner failed (the service's fault, not the program's)
              * @enum {string}
              */
-            code: "GRADER_ABSTAINED" | "DEADLINE_EXCEEDED" | "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE" | "ALL_PARTS_ABSTAINED";
+            code: "GRADER_ABSTAINED" | "DEADLINE_EXCEEDED" | "JUDGE_UNAVAILABLE" | "ENDPOINT_UNAVAILABLE" | "ALL_PARTS_ABSTAINED" | "RUNNER_UNAVAILABLE";
             /** @description why, in words */
             reason: string;
         };
@@ -807,6 +827,75 @@ export interface components {
          * @enum {string}
          */
         CannotAssessStrategyInput: "skip" | "zero" | "partial" | "fail";
+        /** @description a code-execution grader's definition: every field has a default, so {} is one */
+        CodeSpec: {
+            /**
+             * @description the languages a program may be written in; the first one is the language of an untagged block or of the whole completion (default [python])
+             * @default [
+             *       "python"
+             *     ]
+             */
+            languages: ("python" | "javascript")[];
+            /**
+             * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
+             * @default fenced_or_whole
+             * @enum {string}
+             */
+            extract: "fenced" | "fenced_or_whole" | "whole";
+            /**
+             * @description the kind of tests read from the thread's metadata: stdin (input → expected output), assert (test code run after the program), call (a named function called with arguments), or auto (default: told by the metadata's shape)
+             * @default auto
+             * @enum {string}
+             */
+            tests: "auto" | "stdin" | "assert" | "call";
+            /** @description where in thread.metadata the tests are (a key or a dotted path, e.g. reward_model.ground_truth); absent: metadata itself */
+            testsKey?: string;
+            /**
+             * @description how stdout is compared with the expected output: exact (byte-equal but for trailing newlines), whitespace (default: equal whitespace-separated tokens), float (tokens, numbers within absTol or relTol); float also applies to returned values
+             * @default whitespace
+             * @enum {string}
+             */
+            compare: "exact" | "whitespace" | "float";
+            /**
+             * @description float: the absolute tolerance (default 1e-6)
+             * @default 0.000001
+             */
+            absTol: number;
+            /**
+             * @description float: the relative tolerance (default 1e-6)
+             * @default 0.000001
+             */
+            relTol: number;
+            /**
+             * @description fraction (default): the share of tests passed; all_or_nothing: 1 when every test passes (it stops at the first failure), else 0
+             * @default fraction
+             * @enum {string}
+             */
+            scoring: "fraction" | "all_or_nothing";
+            /** @description limits per test run, within the service's bounds */
+            limits: {
+                /**
+                 * @description CPU time of one test's run (program and harness), 10–10000 ms (default 2000)
+                 * @default 2000
+                 */
+                cpuMs: number;
+                /**
+                 * @description memory of one test's run, the interpreter's WebAssembly memory included, 16–1024 MB (default 256)
+                 * @default 256
+                 */
+                memoryMb: number;
+                /**
+                 * @description stdout (and stderr) bytes kept per run; past them the test is output_limit, 1024–1048576 bytes (default 65536)
+                 * @default 65536
+                 */
+                outputBytes: number;
+            };
+            /**
+             * @description the most tests an item may carry (1–100, default 32); an item with more is an INVALID_METADATA error
+             * @default 32
+             */
+            maxTests: number;
+        };
         /**
          * @description weighted: the weighted mean of the parts' scores; any: the best part's; all: the worst part's
          * @enum {string}
@@ -884,6 +973,8 @@ export interface components {
                 gymPath: string;
                 /** @description the reward-server protocol (Adaptive's RewardClient(url)): …/score, /batch_score, /info, /metadata_schema, /ws */
                 adaptive: string;
+                /** @description verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only */
+                sandboxFusion: string;
             };
         };
         /** @description what GET {url}/info answered at registration */
@@ -1058,10 +1149,10 @@ export interface components {
             /** @description the grader's key, unique in its project */
             key: string;
             /**
-             * @description what grades: a function, parts, a judge model or an external endpoint
+             * @description what grades: a function, parts, a judge model, an external endpoint, or the completion's own code run against tests
              * @enum {string}
              */
-            kind: "function" | "combined" | "judge" | "endpoint";
+            kind: "function" | "combined" | "judge" | "endpoint" | "code";
             /** @description the current version: every update stores a new one */
             version: number;
             /** @description function graders: the language of the current version's source */
@@ -1085,17 +1176,17 @@ export interface components {
             /** @description ISO 8601 */
             updatedAt: string;
         };
-        /** @description a grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition */
+        /** @description a grader in full: a function grader's source, a combined grader's parts, a judge's, an endpoint's or a code grader's definition */
         GraderDetail: {
             /** @description the grader's project */
             project: string;
             /** @description the grader's key, unique in its project */
             key: string;
             /**
-             * @description what grades: a function, parts, a judge model or an external endpoint
+             * @description what grades: a function, parts, a judge model, an external endpoint, or the completion's own code run against tests
              * @enum {string}
              */
-            kind: "function" | "combined" | "judge" | "endpoint";
+            kind: "function" | "combined" | "judge" | "endpoint" | "code";
             /** @description the current version: every update stores a new one */
             version: number;
             /** @description function graders: the language of the current version's source */
@@ -1126,6 +1217,8 @@ export interface components {
             judge?: components["schemas"]["JudgeSpec"];
             /** @description external endpoint graders: where and how it is called, and what its /info said */
             endpoint?: components["schemas"]["EndpointSpec"];
+            /** @description code-execution graders: the languages, tests, comparison, scoring and limits per test */
+            code?: components["schemas"]["CodeSpec"];
         };
         /** @description a page of graders */
         GraderPage: {
@@ -1289,7 +1382,7 @@ export interface components {
              * @description the grader's kind
              * @enum {string}
              */
-            kind: "function" | "combined" | "judge" | "endpoint";
+            kind: "function" | "combined" | "judge" | "endpoint" | "code";
             /** @description the version that graded */
             version: number;
             /** @description SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds) */
@@ -1330,7 +1423,7 @@ export interface components {
              * @description the grader's kind
              * @enum {string}
              */
-            kind: "function" | "combined" | "judge" | "endpoint";
+            kind: "function" | "combined" | "judge" | "endpoint" | "code";
             /** @description the version that graded */
             version: number;
             /** @description SHA-256 (hex) of that version's source (a function grader) or of the grader's definition (other kinds) */
@@ -1519,10 +1612,10 @@ export interface components {
             /** @description the grader's key, unique in its project */
             key: string;
             /**
-             * @description what grades: a function, parts, a judge model or an external endpoint
+             * @description what grades: a function, parts, a judge model, an external endpoint, or the completion's own code run against tests
              * @enum {string}
              */
-            kind: "function" | "combined" | "judge" | "endpoint";
+            kind: "function" | "combined" | "judge" | "endpoint" | "code";
             /** @description the current version: every update stores a new one */
             version: number;
             /** @description function graders: the language of the current version's source */
@@ -1553,6 +1646,8 @@ export interface components {
             judge?: components["schemas"]["JudgeSpec"];
             /** @description external endpoint graders: where and how it is called, and what its /info said */
             endpoint?: components["schemas"]["EndpointSpec"];
+            /** @description code-execution graders: the languages, tests, comparison, scoring and limits per test */
+            code?: components["schemas"]["CodeSpec"];
             report: components["schemas"]["UpdateReport"];
             /** @description true: nothing was stored, the grader shown is the current one */
             dryRun?: boolean;
@@ -1586,6 +1681,7 @@ export type BatchSummary = components['schemas']['BatchSummary'];
 export type BinaryJudge = components['schemas']['BinaryJudge'];
 export type CannotAssessStrategy = components['schemas']['CannotAssessStrategy'];
 export type CannotAssessStrategyInput = components['schemas']['CannotAssessStrategyInput'];
+export type CodeSpec = components['schemas']['CodeSpec'];
 export type CombineMode = components['schemas']['CombineMode'];
 export type CombineModeInput = components['schemas']['CombineModeInput'];
 export type CombinedPart = components['schemas']['CombinedPart'];
@@ -2584,6 +2680,111 @@ export interface operations {
         };
         responses: {
             /** @description The created grader, with what the endpoint's /info said */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraderDetail"];
+                };
+            };
+        };
+    };
+    "graders.create.code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+            };
+            cookie?: never;
+        };
+        /** @description a code-execution grader: its key and its definition */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description the languages a program may be written in; the first one is the language of an untagged block or of the whole completion (default [python])
+                     * @default [
+                     *       "python"
+                     *     ]
+                     */
+                    languages?: ("python" | "javascript")[];
+                    /**
+                     * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
+                     * @default fenced_or_whole
+                     * @enum {string}
+                     */
+                    extract?: "fenced" | "fenced_or_whole" | "whole";
+                    /**
+                     * @description the kind of tests read from the thread's metadata: stdin (input → expected output), assert (test code run after the program), call (a named function called with arguments), or auto (default: told by the metadata's shape)
+                     * @default auto
+                     * @enum {string}
+                     */
+                    tests?: "auto" | "stdin" | "assert" | "call";
+                    /** @description where in thread.metadata the tests are (a key or a dotted path, e.g. reward_model.ground_truth); absent: metadata itself */
+                    testsKey?: string;
+                    /**
+                     * @description how stdout is compared with the expected output: exact (byte-equal but for trailing newlines), whitespace (default: equal whitespace-separated tokens), float (tokens, numbers within absTol or relTol); float also applies to returned values
+                     * @default whitespace
+                     * @enum {string}
+                     */
+                    compare?: "exact" | "whitespace" | "float";
+                    /**
+                     * @description float: the absolute tolerance (default 1e-6)
+                     * @default 0.000001
+                     */
+                    absTol?: number;
+                    /**
+                     * @description float: the relative tolerance (default 1e-6)
+                     * @default 0.000001
+                     */
+                    relTol?: number;
+                    /**
+                     * @description fraction (default): the share of tests passed; all_or_nothing: 1 when every test passes (it stops at the first failure), else 0
+                     * @default fraction
+                     * @enum {string}
+                     */
+                    scoring?: "fraction" | "all_or_nothing";
+                    /**
+                     * @description limits per test run, within the service's bounds
+                     * @default {}
+                     */
+                    limits?: {
+                        /**
+                         * @description CPU time of one test's run (program and harness), 10–10000 ms (default 2000)
+                         * @default 2000
+                         */
+                        cpuMs?: number;
+                        /**
+                         * @description memory of one test's run, the interpreter's WebAssembly memory included, 16–1024 MB (default 256)
+                         * @default 256
+                         */
+                        memoryMb?: number;
+                        /**
+                         * @description stdout (and stderr) bytes kept per run; past them the test is output_limit, 1024–1048576 bytes (default 65536)
+                         * @default 65536
+                         */
+                        outputBytes?: number;
+                    };
+                    /**
+                     * @description the most tests an item may carry (1–100, default 32); an item with more is an INVALID_METADATA error
+                     * @default 32
+                     */
+                    maxTests?: number;
+                    /** @description the new grader's key, unique in the project */
+                    key: string;
+                    /**
+                     * @description free text shown with the grader (at most 2000 characters)
+                     * @default
+                     */
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The created code grader */
             201: {
                 headers: {
                     [name: string]: unknown;

@@ -16,6 +16,7 @@ import { idleGcPlugin } from "./plugins/idle-gc.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
 import { requestsPlugin } from "./plugins/requests.ts";
 import { accountRoutes } from "./routes/account.ts";
+import { codeRoutes } from "./routes/code.ts";
 import { endpointRoutes } from "./routes/endpoints.ts";
 import { graderRoutes } from "./routes/graders.ts";
 import { gymRoutes, rewriteGymUrl } from "./routes/gym.ts";
@@ -25,6 +26,7 @@ import { modelRoutes } from "./routes/models.ts";
 import { openRlhfRoutes } from "./routes/openrlhf.ts";
 import { rewardRoutes } from "./routes/reward.ts";
 import { rewardTokenRoutes } from "./routes/reward-token.ts";
+import { sandboxFusionRoutes } from "./routes/sandbox-fusion.ts";
 import { secretRoutes } from "./routes/secrets.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 import { buildServices } from "./services.ts";
@@ -77,6 +79,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
     await v1.register(judgeRoutes, services);
     await v1.register(modelRoutes, services);
     await v1.register(endpointRoutes, services);
+    await v1.register(codeRoutes, services);
     await v1.register(secretRoutes, services);
     await v1.register(keyRoutes, { store });
     await v1.register(tokenRoutes, { store });
@@ -87,5 +90,6 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   await app.register(openRlhfRoutes, services);
   await app.register(gymRoutes, services);
   await app.register(rewardTokenRoutes, services);
+  await app.register(sandboxFusionRoutes, services);
   return app;
 }

@@ -153,6 +153,19 @@ const ENDPOINT = {
   metadataSchema: { type: "object", properties: { expected: { type: "string" } }, required: ["expected"] },
 };
 
+/** a code grader as `{languages: ["python", "javascript"], scoring: "all_or_nothing"}` stores it: every default filled in */
+const CODE = {
+  languages: ["python", "javascript"],
+  extract: "fenced_or_whole",
+  tests: "auto",
+  compare: "whitespace",
+  absTol: 1e-6,
+  relTol: 1e-6,
+  scoring: "all_or_nothing",
+  limits: { cpuMs: 2000, memoryMb: 256, outputBytes: 65536 },
+  maxTests: 32,
+};
+
 const MODEL = {
   key: "judge-small",
   baseURL: "https://api.openai.com/v1",
@@ -295,6 +308,10 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     request: { key: "math-verifier", url: ENDPOINT.url, headersSecret: ENDPOINT.headersSecret },
     responses: { 201: grader("math-verifier", "endpoint", ENDPOINT.url, { endpoint: ENDPOINT }) },
   },
+  "graders.create.code": {
+    request: { key: "unit-tests", languages: ["python", "javascript"], scoring: "all_or_nothing" },
+    responses: { 201: grader("unit-tests", "code", JSON.stringify(CODE), { code: CODE }) },
+  },
   "secrets.set": { request: { value: "sk-example-0123456789" }, responses: { 200: { ...SECRET, updatedAt: LATER }, 201: SECRET } },
   "secrets.list": { responses: { 200: { data: [BOUND] } } },
   "secrets.get": { responses: { 200: BOUND } },
@@ -316,6 +333,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
           gymHost: `${TOKEN}.gym.gradebox.example.com`,
           gymPath: `https://gradebox.example.com/gym/${TOKEN}`,
           adaptive: `https://gradebox.example.com/v1/reward/${TOKEN}`,
+          sandboxFusion: `https://gradebox.example.com/sf/${TOKEN}/run_code`,
         },
       },
     },

@@ -1,6 +1,7 @@
 // Grading with any stored grader: a function grader in the sandbox pool, a judge against its
 // model, a combined grader through its parts (which may be either).
 
+import type { CodeSpec, WorkerCodeSpec } from "../sandbox/code/spec.ts";
 import type { SandboxPool } from "../sandbox/host/pool.ts";
 import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
@@ -94,6 +95,22 @@ export class Grading {
     return { outcomes, version: version ?? row.version, provenance };
   }
 
+  /**
+   * One program run once (the SandboxFusion route): a one-thread batch of the code grader `row`
+   * under `spec` (its own definition narrowed to the run). Its sandbox id is its own, since its
+   * definition is not the stored one, but its faults are still the grader's.
+   */
+  async runProgram(row: GraderRow, spec: WorkerCodeSpec, thread: WireThread, deadlineAt: number): Promise<GradeOutcome> {
+    if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
+    const code = { ...codeGrader({ ...row, code: spec }), id: `${row.id}@sandbox-fusion` };
+    try {
+      const [outcome] = await this.pool.gradeBatch(code, [thread], { deadlineAt });
+      return outcome as GradeOutcome;
+    } finally {
+      await this.faultsStored(row);
+    }
+  }
+
   private endpointTarget(g: { id: string; project: string; key: string; endpoint?: EndpointSpec }) {
     if (!g.endpoint) throw new Error(`grader ${g.key} is not an endpoint grader`);
     return { id: g.id, project: g.project, key: g.key, spec: g.endpoint };
@@ -128,6 +145,7 @@ export class Grading {
     if (row.kind === "judge") return unavailableAs(run, await this.judges.grade(this.judgeTarget(row), threads, run));
     if (row.kind === "endpoint") return unavailableAs(run, await this.endpoints.grade(this.endpointTarget(row), threads, run));
     if (row.kind === "function") return this.pool.gradeBatch(code, threads, { deadlineAt: run.deadlineAt, groups: run.groups });
+    if (row.kind === "code") return this.pool.gradeBatch(codeGrader(row), threads, { deadlineAt: run.deadlineAt, groups: run.groups });
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
       return threads.map(() => ({
@@ -147,12 +165,24 @@ export class Grading {
     if (part.kind === "endpoint") {
       return unavailableAs(run, await this.endpoints.grade(this.endpointTarget({ ...part, project, key: part.graderKey }), threads, run));
     }
+    if (part.kind === "code") {
+      return this.pool.gradeBatch(codeGrader({ ...part, project }), threads, { deadlineAt: run.deadlineAt, groups: run.groups });
+    }
     return this.pool.gradeBatch(
       { id: sandboxId(part.id, part.version), project, language: part.language, compiled: part.compiled },
       threads,
       { deadlineAt: run.deadlineAt, groups: run.groups },
     );
   }
+}
+
+/**
+ * What the sandbox grades a code grader with: its definition as JSON, which the worker reads with
+ * parseCodeSpec and grades with its runners (sandbox/code), no grader isolate.
+ */
+export function codeGrader(g: { id: string; version: number; project: string; code?: CodeSpec }): GraderCode {
+  if (!g.code) throw new Error(`grader ${g.id} is not a code grader`);
+  return { id: sandboxId(g.id, g.version), project: g.project, language: "code", compiled: JSON.stringify(g.code) };
 }
 
 /** How a request asks for its threads to be graded (POST …/grade-batch's options). */

@@ -18,6 +18,7 @@ export class Metrics {
   private readonly endpointLatency;
   private readonly schemaUnits;
   private readonly schemaChecks;
+  private readonly sandboxFusionCalls;
 
   constructor(pool: SandboxPool) {
     const registers = [this.registry];
@@ -86,6 +87,16 @@ export class Metrics {
       labelNames: ["endpoint", "outcome"],
       registers,
     });
+    // verl turns any failed call into a silent 0: every call that ran nothing is counted here, loudly
+    this.sandboxFusionCalls = new client.Counter({
+      name: "gradebox_sandbox_fusion_calls_total",
+      help:
+        "Calls to the SandboxFusion-compatible route (/sf/<token>/run_code), by project and outcome: success, failed (the " +
+        "program failed: an honest answer), sandbox_error (the runner failed: the caller scores it 0), busy (answered 504: " +
+        "verl retries), refused (a bad token, body, language or grader: the caller scores it 0)",
+      labelNames: ["project", "outcome"],
+      registers,
+    });
     this.judgeTokens = new client.Counter({
       name: "gradebox_judge_tokens_total",
       help: "Tokens the judge models reported, by model and type (prompt, completion)",
@@ -136,6 +147,10 @@ export class Metrics {
   endpointSchemaCheck(endpoint: string, units: number, outcomes: Record<"ok" | "refused" | "over_budget" | "not_checked", number>): void {
     this.schemaUnits.inc({ endpoint }, units);
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.schemaChecks.inc({ endpoint, outcome }, n);
+  }
+
+  sandboxFusionCall(project: string, outcome: "success" | "failed" | "sandbox_error" | "busy" | "refused"): void {
+    this.sandboxFusionCalls.inc({ project, outcome });
   }
 
   observe(project: string, grader: string, route: "grade" | "grade-batch", seconds: number, outcomes: GradeOutcome[]): void {

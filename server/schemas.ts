@@ -2,6 +2,7 @@
 // OpenAPI document (/docs/json) is generated from them: their .describe() texts are its descriptions.
 
 import { z } from "zod";
+import { CodeSpec } from "../sandbox/code/spec.ts";
 import { CHECKS, GRADE_ERROR_CODES, LANGUAGES } from "../sandbox/validate/checks.ts";
 import { ABSTAIN_CODES } from "../sdk/errors.ts";
 import { MAX_ROLE_LENGTH, ROLE_PATTERN, ROLE_RULE, ROLES } from "../sdk/thread.ts";
@@ -134,13 +135,14 @@ export const PartOut = z
 export const MAX_VERSION = 1_000_000_000;
 export const VersionNumber = z.coerce.number().int().min(1).max(MAX_VERSION);
 
+export const GRADER_KINDS = ["function", "combined", "judge", "endpoint", "code"] as const;
 export const Grader = z
   .object({
     project: z.string().describe("the grader's project"),
     key: z.string().describe("the grader's key, unique in its project"),
     kind: z
-      .enum(["function", "combined", "judge", "endpoint"])
-      .describe("what grades: a function, parts, a judge model or an external endpoint"),
+      .enum(GRADER_KINDS)
+      .describe("what grades: a function, parts, a judge model, an external endpoint, or the completion's own code run against tests"),
     version: z.number().describe("the current version: every update stores a new one"),
     language: Language.optional().describe("function graders: the language of the current version's source"),
     mode: CombineMode.optional().describe("combined graders: how the parts' scores combine"),
@@ -170,8 +172,11 @@ export const GraderDetail = Grader.extend({
   parts: z.array(PartOut).optional().describe("combined graders: the parts, in order"),
   judge: JudgeSpec.optional().describe("judge graders: what the judge asks, of which model"),
   endpoint: EndpointSpec.optional().describe("external endpoint graders: where and how it is called, and what its /info said"),
+  code: CodeSpec.optional().describe("code-execution graders: the languages, tests, comparison, scoring and limits per test"),
 })
-  .describe("a grader in full: a function grader's source, a combined grader's parts, a judge's or an endpoint's definition")
+  .describe(
+    "a grader in full: a function grader's source, a combined grader's parts, a judge's, an endpoint's or a code grader's definition",
+  )
   .meta({ id: "GraderDetail" });
 
 export const GradeError = z
@@ -208,7 +213,8 @@ export const Abstention = z
       .describe(
         "GRADER_ABSTAINED: the grader returned null (TypeScript) or None (Python) or threw Abstain; DEADLINE_EXCEEDED: the " +
           "batch's deadlineMs came first; JUDGE_UNAVAILABLE / ENDPOINT_UNAVAILABLE: the model or endpoint did not answer and the " +
-          'request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained',
+          'request set onUnavailable: "abstain"; ALL_PARTS_ABSTAINED: every part of a combined grader abstained; ' +
+          "RUNNER_UNAVAILABLE: a code grader's program runner failed (the service's fault, not the program's)",
       ),
     reason: z.string().describe("why, in words"),
   })
@@ -233,7 +239,7 @@ export const GradeResult = z
 
 const ProvenanceFields = {
   grader: z.string().describe("the grader's key"),
-  kind: z.enum(["function", "combined", "judge", "endpoint"]).describe("the grader's kind"),
+  kind: z.enum(GRADER_KINDS).describe("the grader's kind"),
   version: z.number().describe("the version that graded"),
   sourceSha256: z
     .string()

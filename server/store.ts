@@ -71,6 +71,9 @@ export class Store {
   insertEndpoint(...a: Parameters<GraderStore["insertEndpoint"]>) {
     return this.graderStore.insertEndpoint(...a);
   }
+  insertCode(...a: Parameters<GraderStore["insertCode"]>) {
+    return this.graderStore.insertCode(...a);
+  }
   get(...a: Parameters<GraderStore["get"]>) {
     return this.graderStore.get(...a);
   }

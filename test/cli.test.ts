@@ -587,6 +587,43 @@ test("endpoint create against a closed port: the endpoint check fails and nothin
   assert.match((await runFail("get", "gone-ep")).stderr, /404 GRADER_NOT_FOUND/);
 });
 
+test("code create makes a code grader from its options; get shows its definition; out-of-bounds is refused", async () => {
+  const created = await run(
+    "code",
+    "create",
+    "unit-tests",
+    "--language",
+    "python",
+    "javascript",
+    "--compare",
+    "float",
+    "--abs-tol",
+    "0.01",
+    "--all-or-nothing",
+    "--cpu-ms",
+    "700",
+    "-d",
+    "tests in metadata",
+  );
+  assert.match(
+    created.stdout,
+    /^✓ created unit-tests \(code grader\)\n {2}code grader: python, javascript; program: fenced_or_whole; tests: auto\n/,
+  );
+  assert.match(
+    created.stdout,
+    /stdout compared float \(abs 0\.01, rel 0\.000001\); score: all_or_nothing; at most 32 tests an item\n {2}per test: 700 ms CPU, 256 MB, 65536 bytes of output/,
+  );
+  const shown = (await run("get", "unit-tests")).stdout;
+  assert.match(shown, /^unit-tests \(code, version 1\) {2}tests in metadata$/m);
+  assert.match(shown, /per test: 700 ms CPU/);
+  const refused = await runFail("code", "create", "too-slow", "--cpu-ms", "60000");
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /cpuMs.*at most 10000/);
+  const badMode = await runFail("code", "create", "bad-mode", "--compare", "fuzzy");
+  assert.match(badMode.stderr, /it must be one of exact, whitespace, float/);
+  await run("rm", "unit-tests");
+});
+
 /** gradebox with `input` on its stdin (execFile leaves stdin open: a command reading it would wait forever). */
 function runWithStdin(input: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number | null }> {
   const child = spawn(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: repoRoot, env });

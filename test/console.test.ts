@@ -386,6 +386,39 @@ test("judges: a rubric from JSON lines with its cannot-assess choice, shown as a
   assert.equal(stored?.type === "rubric" && stored.cannotAssess, "partial");
 });
 
+test("code graders: out-of-bounds limits are refused in the form; one is created, listed and its definition shown", async () => {
+  await page.click("#new-code");
+  await page.fill("#code-key", "unit-tests");
+  await page.check("#code-javascript");
+  await page.fill("#code-cpu-ms", "60000");
+  await page.click("#code-submit");
+  await page.waitForSelector("#code-error:has-text('cpuMs')");
+  assert.equal(await s.store.get("web", "unit-tests"), undefined);
+
+  await page.fill("#code-cpu-ms", "700");
+  await page.selectOption("#code-compare", "exact");
+  await page.check("#code-all-or-nothing");
+  await page.click("#code-submit");
+  await page.waitForSelector("#detail-key:has-text('unit-tests')");
+  const stored = (await s.store.mustGet("web", "unit-tests")).code;
+  assert.deepEqual(
+    [stored?.languages, stored?.compare, stored?.scoring, stored?.limits.cpuMs],
+    [["python", "javascript"], "exact", "all_or_nothing", 700],
+  );
+  assert.ok(await page.isHidden("#source-block"));
+  const terms = await page.locator("#code-def dt").allTextContents();
+  const values = await page.locator("#code-def dd").allTextContents();
+  assert.deepEqual(Object.fromEntries(terms.map((t, i) => [t, values[i]])), {
+    languages: "python, javascript",
+    program: "fenced_or_whole",
+    tests: "auto, at most 32 an item",
+    "stdout compared": "exact",
+    score: "1 when every test passes, else 0",
+    "per test": "700 ms CPU, 256 MB, 65536 bytes of output",
+  });
+  assert.match((await page.textContent("#detail-meta")) ?? "", /^code · version 1/);
+});
+
 test("endpoints: a closed port is refused in the form; the example reward server is created, shown, and grades in the test panel", async () => {
   await page.click("#new-endpoint");
   await page.fill("#endpoint-key", "exact-ep");

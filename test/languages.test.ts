@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import Database from "better-sqlite3";
 import { VALIDATION_ID } from "../sandbox/host/tasks.ts";
-import type { GraderCode } from "../sandbox/protocol/requests.ts";
+import type { GraderCode, GraderLanguage } from "../sandbox/protocol/requests.ts";
 import type { Language } from "../sandbox/validate/checks.ts";
 import { MAX_NESTING } from "../sandbox/validate/source-bounds.ts";
 import { Gradebox, languageOfFile } from "../sdk/index.ts";
@@ -27,7 +27,7 @@ const PY = "async def grade(thread):\n    return 1.0\n";
 
 let s: TestServer;
 /** what the sandbox was asked to run, in order: the language each call named */
-const seen: Array<{ op: "grade" | "validate"; id?: string; language: Language | undefined }> = [];
+const seen: Array<{ op: "grade" | "validate"; id?: string; language: GraderLanguage | undefined }> = [];
 before(async () => {
   s = await startServer({ listen: true });
   const { pool } = s;

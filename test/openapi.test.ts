@@ -83,6 +83,7 @@ const OPERATIONS = [
   "models.get",
   "models.delete",
   "graders.create.externalEndpoint",
+  "graders.create.code",
   "secrets.set",
   "secrets.list",
   "secrets.get",
@@ -99,7 +100,7 @@ const OPERATIONS = [
   "reward.metadataSchema",
   "reward.websocket",
 ];
-const TAGS = ["graders", "versions", "judges", "models", "endpoints", "secrets", "keys", "reward", "account", "health"];
+const TAGS = ["graders", "versions", "judges", "models", "endpoints", "code", "secrets", "keys", "reward", "account", "health"];
 
 /** A named schema's own (components.schemas); any other as it is. */
 const resolve = (schema: Schema): Schema =>

@@ -1,6 +1,12 @@
-// The open grader: what it is (source, judge or endpoint definition), its warnings, Lock and Delete.
+// The open grader: what it is (source, judge, endpoint or code grader definition), its warnings, Lock and Delete.
 
-import { APIError, type EndpointDefinition, type JudgeDefinition, type RubricCriterionInput } from "../../sdk/index.ts";
+import {
+  APIError,
+  type CodeDefinition,
+  type EndpointDefinition,
+  type JudgeDefinition,
+  type RubricCriterionInput,
+} from "../../sdk/index.ts";
 import { $, definitions, el, renderSource, row, rowOf, showPanel, sourceBlock, table } from "../dom.ts";
 import { fail, inBox, status, underRow } from "../feedback.ts";
 import { state } from "../state.ts";
@@ -42,11 +48,13 @@ export async function open(key: string): Promise<void> {
   $("#update-report").hidden = true;
   const source =
     g.source ?? (g.parts ?? []).map((p) => `// part ${p.name}: ${p.graderKey}${p.pinned ? `@${p.version}` : ""} × ${p.weight}`).join("\n");
-  $("#source-block").hidden = !!(g.judge || g.endpoint);
+  $("#source-block").hidden = !!(g.judge || g.endpoint || g.code);
   $("#judge-def").hidden = !g.judge;
   $("#endpoint-def").hidden = !g.endpoint;
+  $("#code-def").hidden = !g.code;
   if (g.judge) renderJudge(g.judge);
   else if (g.endpoint) renderEndpoint(g.endpoint);
+  else if (g.code) renderCode(g.code);
   else renderSource($("#source"), source, undefined, g.language ?? "typescript");
   $("#show-prompt").hidden = !g.judge;
   $("#prompt").replaceChildren();
@@ -77,6 +85,19 @@ function renderEndpoint(e: EndpointDefinition): void {
   if (headers.length) rows.push(["headers", headers.join(", ")]);
   rows.push(["metadata schema", e.metadataSchema === undefined ? "none" : el("pre", JSON.stringify(e.metadataSchema, null, 2))]);
   definitions($("#endpoint-def"), rows);
+}
+
+/** What a code grader runs, against which tests, within which limits. */
+function renderCode(c: CodeDefinition): void {
+  const rows: Array<[string, string | HTMLElement]> = [
+    ["languages", c.languages.join(", ")],
+    ["program", c.extract],
+    ["tests", `${c.tests}${c.testsKey ? ` at metadata.${c.testsKey}` : ""}, at most ${c.maxTests} an item`],
+    ["stdout compared", c.compare === "float" ? `float (abs ${c.absTol}, rel ${c.relTol})` : c.compare],
+    ["score", c.scoring === "fraction" ? "the fraction of tests passed" : "1 when every test passes, else 0"],
+    ["per test", `${c.limits.cpuMs} ms CPU, ${c.limits.memoryMb} MB, ${c.limits.outputBytes} bytes of output`],
+  ];
+  definitions($("#code-def"), rows);
 }
 
 /** What a judge asks of which model: its criteria, template or rubric. */

@@ -184,7 +184,11 @@ export class Scheduler {
       request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
       // one slice, then one call that may run to its hard deadline, plus loading the module (and
       // for Python, booting the worker's interpreter template and restoring the grader's isolate)
-      budgetMs = this.sliceMs + 2 * hardDeadline(limits.timeoutMs) + 5000 + (task.grader.language === "python" ? PYTHON_START_MS : 0);
+      budgetMs =
+        this.sliceMs +
+        2 * hardDeadline(limits.timeoutMs) +
+        5000 +
+        (task.grader.language === "python" || task.grader.language === "code" ? PYTHON_START_MS : 0);
       this.busyByProject.set(task.project, (this.busyByProject.get(task.project) ?? 0) + 1);
       worker.recent.delete(task.grader.id);
       worker.recent.add(task.grader.id);

@@ -15,13 +15,21 @@ export interface EngineLimits {
   maxWarmHeapMb: number;
 }
 
+/** what a stored grader's `compiled` is (see GraderCode.language) */
+export type GraderLanguage = Language | "code";
+
 export interface GraderCode {
   /** identifies one stored grader version: isolates are never shared across graders */
   id: string;
   /** the project the grader belongs to (scheduling and blame are per project) */
   project: string;
-  /** what `compiled` is: bundled JavaScript (typescript, the default) or the Python source as checked */
-  language?: Language;
+  /**
+   * what `compiled` is: bundled JavaScript (typescript, the default), the Python source as
+   * checked, or ("code": a code-execution grader, issue 29) the CodeSpec's JSON, which the engine
+   * grades with its runners (sandbox/code) and no grader isolate. "code" is internal to the
+   * sandbox: the API's languages (sdk/errors.ts LANGUAGES) do not include it.
+   */
+  language?: GraderLanguage;
   compiled: string;
 }
 

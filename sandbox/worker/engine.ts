@@ -8,15 +8,17 @@
 // its recycle bound says it is to be replaced. Validation's checks run here too, on the
 // validation worker.
 
+import type { CodeLanguage } from "../code/run.ts";
 import { type PackedBatch, packBatch, unitsOf } from "../protocol/batch.ts";
 import type { SliceResult, ValidationResult } from "../protocol/replies.ts";
-import type { EngineLimits, GraderCode, SliceOptions } from "../protocol/requests.ts";
+import type { EngineLimits, GraderCode, GraderLanguage, SliceOptions } from "../protocol/requests.ts";
 import { PythonLoader } from "../python/loader.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../python/template.ts";
 import type { CheckFailure, GradeOutcome, Language } from "../validate/checks.ts";
 import { MOCK_THREAD } from "../validate/checks.ts";
 import { bundle, checkSyntax } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
+import { CodeRunners, gradeCodeSlice } from "./code-slice.ts";
 import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
 import {
@@ -102,12 +104,29 @@ export class Engine {
       const template = makeTemplate(this.limits.memoryMb);
       this.templateBytes = Math.max(residentBytes() - before, template.snapshotBytes);
       this.pythonTemplate = template;
-      this.onFixed(this.templateBytes);
+      this.onFixed(this.fixedBytes);
     }
     return this.pythonTemplate;
   }
 
-  private loaderFor(language: Language | undefined, deadlineAt?: number): ModuleLoader | undefined {
+  /** the code graders' runners (sandbox/code), warm for the worker's life */
+  private readonly codeRunners = new CodeRunners(() => this.python());
+  /** what the runners keep resident (a Python runner's isolate and its baseline copy): fixed, like the template */
+  codeBytes = 0;
+  /** what the worker holds beyond its warm isolates: the Python template and the code runners */
+  get fixedBytes(): number {
+    return this.templateBytes + this.codeBytes;
+  }
+
+  private prepareCode(languages: readonly CodeLanguage[], memoryMb: number): void {
+    if (languages.includes("python")) this.python();
+    const before = residentBytes();
+    if (!this.codeRunners.prepare(languages, memoryMb)) return;
+    this.codeBytes = Math.max(this.codeBytes, residentBytes() - before);
+    this.onFixed(this.fixedBytes);
+  }
+
+  private loaderFor(language: GraderLanguage | undefined, deadlineAt?: number): ModuleLoader | undefined {
     return language === "python" ? new PythonLoader(this.python(), false, deadlineAt) : undefined;
   }
 
@@ -167,6 +186,10 @@ export class Engine {
    * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
+    if (grader.language === "code")
+      return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
+        this.prepareCode(languages, memoryMb),
+      );
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(
@@ -216,7 +239,7 @@ export class Engine {
     const bounds = this.hooks.bounds;
     /** an isolate was disposed for what it kept: does the process give the memory back? */
     const checkGiveBack = () => {
-      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes, this.templateBytes)) this.overgrown = true;
+      if (bounds && residentBytes() > explainedRss(bounds, this.warmHeapBytes, this.fixedBytes)) this.overgrown = true;
     };
     // counted in units: a group that times out is one limit, not one per thread
     let unitOverLimit = true;
@@ -300,7 +323,7 @@ export class Engine {
             while (i < stop) push({ error: { code: "GRADER_TIMEOUT", message } });
           }
         }
-        if (bounds && rssAfter > bounds.recycleAt + this.templateBytes) this.overgrown = true;
+        if (bounds && rssAfter > bounds.recycleAt + this.fixedBytes) this.overgrown = true;
         single = options.single;
       } catch (error) {
         const capStopped = error instanceof CapStop;
@@ -477,9 +500,11 @@ export class Engine {
   dispose(): void {
     for (const rt of this.warm.values()) rt.dispose();
     this.warm.clear();
+    this.codeRunners.dispose();
     if (this.pythonTemplate) releaseTemplate(this.pythonTemplate);
     this.pythonTemplate = undefined;
     this.templateBytes = 0;
+    this.codeBytes = 0;
     this.onFixed(0);
   }
 }

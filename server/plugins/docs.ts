@@ -28,6 +28,7 @@ export const docsPlugin = fp<{ config: Config }>(
           { name: "judges", description: "Judge graders: a model grades against criteria, a metric or a rubric" },
           { name: "models", description: "The OpenAI-compatible models a project's judges call" },
           { name: "endpoints", description: "External endpoint graders: reward servers the project runs" },
+          { name: "code", description: "Code-execution graders: the completion's program run against the tests in its metadata" },
           {
             name: "secrets",
             description: "Values the project's models and endpoints send (API keys, headers): write-only, bound to a host",

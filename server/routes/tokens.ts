@@ -40,6 +40,7 @@ const CreatedGradeToken = GradeToken.extend({
       adaptive: z
         .string()
         .describe("the reward-server protocol (Adaptive's RewardClient(url)): …/score, /batch_score, /info, /metadata_schema, /ws"),
+      sandboxFusion: z.string().describe("verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only"),
     })
     .describe("where trainers reach the grader with this token, as this server was addressed"),
 })
@@ -79,6 +80,7 @@ export function tokenUrls(req: FastifyRequest, token: string) {
     gymHost: `${token}.gym.${hostname}`,
     gymPath: `${base}/gym/${token}`,
     adaptive: `${base}/v1/reward/${token}`,
+    sandboxFusion: `${base}/sf/${token}/run_code`,
   };
 }
 

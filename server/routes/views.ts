@@ -16,6 +16,7 @@ export function summary(row: GraderRow): z.infer<typeof Grader> {
     judge: _judge,
     modelId: _modelId,
     endpoint: _endpoint,
+    code: _code,
     mode,
     ...rest
   } = row;
@@ -25,6 +26,7 @@ export function summary(row: GraderRow): z.infer<typeof Grader> {
 export function detail(row: GraderRow): z.infer<typeof GraderDetail> {
   if (row.kind === "judge") return { ...summary(row), judge: row.judge };
   if (row.kind === "endpoint") return { ...summary(row), endpoint: row.endpoint };
+  if (row.kind === "code") return { ...summary(row), code: row.code };
   if (row.kind === "combined") {
     return {
       ...summary(row),

@@ -4,6 +4,7 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import type { z } from "zod";
+import type { CodeSpec } from "../../sandbox/code/spec.ts";
 import type { Language } from "../../sandbox/validate/checks.ts";
 import { type Db, isUniqueViolation, type Queryable } from "../db/db.ts";
 import type { EndpointSpec } from "../endpoints/spec.ts";
@@ -23,7 +24,7 @@ export interface Part extends Pick<z.infer<typeof PartOut>, "graderKey" | "name"
 /** A part with what grading it needs. */
 export interface ResolvedPart extends Part {
   id: string;
-  kind: "function" | "judge" | "endpoint";
+  kind: "function" | "judge" | "endpoint" | "code";
   /** the version it grades with: pinned, or the part's current one */
   version: number;
   /** set when the part is pinned to `version` */
@@ -39,6 +40,8 @@ export interface ResolvedPart extends Part {
   modelId?: string;
   /** endpoint parts */
   endpoint?: EndpointSpec;
+  /** code parts */
+  code?: CodeSpec;
 }
 
 /** A grader as stored: the API's view of it (version 1 for a combined or judge grader), and what grading it needs. */
@@ -51,6 +54,8 @@ export interface GraderRow extends z.infer<typeof Grader> {
   modelId?: string;
   /** external endpoint graders only */
   endpoint?: EndpointSpec;
+  /** code-execution graders only */
+  code?: CodeSpec;
   source: string;
   compiled: string;
 }
@@ -92,7 +97,7 @@ interface Raw {
   language: Language;
 }
 
-type RawPart = Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint" | "language"> & {
+type RawPart = Omit<ResolvedPart, "pinned" | "judge" | "modelId" | "endpoint" | "code" | "language"> & {
   language: Language;
   pinned: number;
   config: string | null;
@@ -123,12 +128,13 @@ function fromRaw(r: Raw): GraderRow {
   };
 }
 
-/** A judge's or an endpoint's stored definition: written from a validated spec, read as it is (every grade reads it). */
-function configOf(kind: string, config: string | null, modelId: string | null): Pick<GraderRow, "judge" | "modelId" | "endpoint"> {
+/** A judge's, an endpoint's or a code grader's stored definition: written from a validated spec, read as it is (every grade reads it). */
+function configOf(kind: string, config: string | null, modelId: string | null): Pick<GraderRow, "judge" | "modelId" | "endpoint" | "code"> {
   if (!config) return {};
   if (kind === "judge") return { judge: JSON.parse(config) as JudgeSpec, modelId: modelId ?? undefined };
   // stored before `transport` existed: those were all called over HTTP
   if (kind === "endpoint") return { endpoint: { transport: "http", ...(JSON.parse(config) as Partial<EndpointSpec>) } as EndpointSpec };
+  if (kind === "code") return { code: JSON.parse(config) as CodeSpec };
   return {};
 }
 
@@ -231,9 +237,14 @@ export class GraderStore {
     return this.insertConfigured("endpoint", g, null);
   }
 
+  /** Stores a code-execution grader (its definition is what the sandbox's runners grade with). */
+  insertCode(g: { project: string; key: string; description: string; spec: CodeSpec }): Promise<GraderRow> {
+    return this.insertConfigured("code", g, null);
+  }
+
   /** A grader whose definition is its config (JSON); the row's UNIQUE (project, key) settles a race. */
   private async insertConfigured(
-    kind: "judge" | "endpoint",
+    kind: "judge" | "endpoint" | "code",
     g: { project: string; key: string; description: string; spec: unknown },
     modelId: string | null,
   ): Promise<GraderRow> {

@@ -66,3 +66,63 @@ export async function openRlhfFetchRewards(
     }),
   );
 }
+
+/**
+ * verl's SandboxFusion client (verl/utils/reward_score/sandbox_fusion/utils.py, call_sandbox_api):
+ * json.dumps of {compile_timeout, run_timeout, code, stdin, memory_limit_MB, language, files: {},
+ * fetch_files: []} POSTed to `sandbox_fusion_url` as it is, no Authorization header; a 504 is
+ * retried (max_retries 3, `delayMs` × attempt apart: verl's INITIAL_RETRY_DELAY is 1 s), any other
+ * error or non-JSON answer ends it. Answers [response_json, error] as verl does: exactly one is null.
+ */
+export async function verlCallSandboxApi(
+  url: string,
+  {
+    code,
+    stdin,
+    timeout = 10,
+    memoryLimitMb = 1024,
+    language = "python",
+  }: {
+    code: string;
+    stdin: string | null;
+    timeout?: number;
+    memoryLimitMb?: number;
+    language?: string;
+  },
+  { delayMs = 1000, attempts = [] as Attempt[], maxRetries = 3 } = {},
+): Promise<[unknown, string | null]> {
+  const body = pythonJsonDumps({
+    compile_timeout: timeout,
+    run_timeout: timeout,
+    code,
+    stdin,
+    memory_limit_MB: memoryLimitMb,
+    language,
+    files: {},
+    fetch_files: [],
+  });
+  let lastError: string | null = null;
+  for (let attempt = 0; attempt < maxRetries; attempt++) {
+    const record: Attempt = { url, body };
+    attempts.push(record);
+    let res: Response;
+    try {
+      res = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" }, body });
+    } catch (error) {
+      return [null, `API Call Failed: API Request Error: ${String(error)}`];
+    }
+    record.status = res.status;
+    if (res.status === 504) {
+      lastError = `API Request Error: Gateway Timeout (504) on attempt ${attempt + 1}/${maxRetries}`;
+      if (attempt < maxRetries - 1) await new Promise((r) => setTimeout(r, delayMs * (attempt + 1)));
+      continue;
+    }
+    if (res.status >= 400) return [null, `API Call Failed: API Request Error: ${res.status}`];
+    try {
+      return [await res.json(), null];
+    } catch (error) {
+      return [null, `API Call Failed: API Response JSON Decode Error: ${String(error)}`];
+    }
+  }
+  return [null, `API Call Failed: ${lastError}`];
+}

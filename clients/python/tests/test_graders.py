@@ -188,3 +188,29 @@ def test_grade_batch_splits_past_the_server_limit_and_keeps_order(client: Gradeb
 
     small = client.graders.grade_batch(graders["exact"], [thread("4", expected="4"), thread("5", expected="4")], version=1)
     assert [r.get("score") for r in small["results"]] == [1, 0]
+
+
+def test_create_code_takes_snake_case_and_answers_the_whole_definition(client: Gradebox, new_key: Callable[[str], str]) -> None:
+    key = new_key("code")
+    made = client.graders.create.code(key, languages=["python"], max_tests=8, abs_tol=0.5, compare="float", limits={"cpu_ms": 700})
+    assert (made["key"], made["kind"]) == (key, "code")
+    code = made["code"]
+    assert (code["maxTests"], code["absTol"], code["compare"]) == (8, 0.5, "float")
+    assert code["limits"] == {"cpuMs": 700, "memoryMb": 256, "outputBytes": 65536}
+    assert client.graders.get(key)["code"] == code
+    with pytest.raises(gradebox.BadRequestError) as bad:
+        client.graders.create.code(new_key("code"), limits={"cpu_ms": 60_000})
+    assert bad.value.code == "INVALID_REQUEST" and "cpuMs" in bad.value.message
+
+
+def test_create_code_async(new_key: Callable[[str], str]) -> None:
+    import asyncio
+
+    key = new_key("acode")
+
+    async def main() -> None:
+        async with gradebox.AsyncGradebox() as c:
+            made = await c.graders.create.code(key, scoring="all_or_nothing")
+            assert (made["kind"], made["code"]["scoring"]) == ("code", "all_or_nothing")
+
+    asyncio.run(main())

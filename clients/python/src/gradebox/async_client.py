@@ -20,6 +20,7 @@ from .client import (
     _BatchPlan,
     _Call,
     _Chunk,
+    _code_definition,
     _create_body,
     _env,
     _on_unavailable,
@@ -184,6 +185,12 @@ class _AsyncCreate:
         except GraderValidationError as error:
             _point_into_file(error, source_map)
             raise
+        return cast(GraderWithSource, answer[0])
+
+    async def code(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.code``."""
+        body = {"key": key, "description": description, **_code_definition(definition)}
+        answer = await self._graders._client._request("POST", self._graders._path("/code"), body=body, retry=False)
         return cast(GraderWithSource, answer[0])
 
 

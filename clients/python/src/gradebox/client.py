@@ -377,6 +377,29 @@ class _Create:
             _point_into_file(error, source_map)
             raise
 
+    def code(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """Registers a code-execution grader: it runs the completion's program against the tests
+        in each thread's metadata (APPS, TACO, CodeContests, LiveCodeBench, HumanEval, MBPP
+        shapes), a fresh interpreter per test. ``definition``: any of ``languages``, ``extract``,
+        ``tests``, ``tests_key``, ``compare``, ``abs_tol``, ``rel_tol``, ``scoring``, ``limits``
+        (``cpu_ms``, ``memory_mb``, ``output_bytes``) and ``max_tests`` (or their camelCase wire
+        names); each has a default (docs/code-graders.md). ConflictError (GRADER_EXISTS) when the
+        key is taken. Not retried."""
+        body = {"key": key, "description": description, **_code_definition(definition)}
+        return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path("/code"), body=body, retry=False)[0])
+
+
+_CODE_FIELDS = {"tests_key": "testsKey", "abs_tol": "absTol", "rel_tol": "relTol", "max_tests": "maxTests"}
+_LIMIT_FIELDS = {"cpu_ms": "cpuMs", "memory_mb": "memoryMb", "output_bytes": "outputBytes"}
+
+
+def _code_definition(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """A code grader's definition in the wire's names (snake_case accepted); the server checks it."""
+    body = {_CODE_FIELDS.get(k, k): v for k, v in definition.items()}
+    if isinstance(body.get("limits"), Mapping):
+        body["limits"] = {_LIMIT_FIELDS.get(k, k): v for k, v in body["limits"].items()}
+    return body
+
 
 def _create_body(
     key: str, fn: Any, source: str | None, file: str | os.PathLike[str] | None, description: str, language: str | None

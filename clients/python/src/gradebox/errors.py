@@ -196,7 +196,14 @@ GRADE_ERROR_CODES: frozenset[str] = frozenset(
 
 #: Why a result is an abstention (``Abstained.code``): the server's ABSTAIN_CODES (sdk/errors.ts).
 ABSTAIN_CODES: frozenset[str] = frozenset(
-    {"GRADER_ABSTAINED", "DEADLINE_EXCEEDED", "JUDGE_UNAVAILABLE", "ENDPOINT_UNAVAILABLE", "ALL_PARTS_ABSTAINED"}
+    {
+        "GRADER_ABSTAINED",
+        "DEADLINE_EXCEEDED",
+        "JUDGE_UNAVAILABLE",
+        "ENDPOINT_UNAVAILABLE",
+        "ALL_PARTS_ABSTAINED",
+        "RUNNER_UNAVAILABLE",
+    }
 )
 
 #: the HTTP status /grade answers a grading error with (502 for upstream failures, else 422)

@@ -59,7 +59,7 @@ class Thread(_ThreadBase, total=False):
 class _GraderBase(TypedDict):
     project: str
     key: str
-    kind: Literal["function", "combined", "judge", "endpoint"]
+    kind: Literal["function", "combined", "judge", "endpoint", "code"]
     version: int
     description: str
     locked: bool
@@ -81,12 +81,13 @@ class Grader(_GraderBase, total=False):
 
 class GraderWithSource(Grader, total=False):
     """One grader in full, as create/get return it: a function grader's ``source``, a combined
-    grader's ``parts``, a judge's or an endpoint's definition."""
+    grader's ``parts``, a judge's, an endpoint's or a code grader's definition."""
 
     source: str
     parts: list[dict[str, Any]]
     judge: dict[str, Any]
     endpoint: dict[str, Any]
+    code: dict[str, Any]
 
 
 class GraderPage(TypedDict):
@@ -146,7 +147,7 @@ class GradeResult(_GradeResultBase, total=False):
 
 class _ProvenanceBase(TypedDict):
     grader: str
-    kind: Literal["function", "combined", "judge", "endpoint"]
+    kind: Literal["function", "combined", "judge", "endpoint", "code"]
     version: int
     sourceSha256: str
 

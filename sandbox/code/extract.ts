@@ -1,0 +1,79 @@
+// Finding the program in a completion. The rule (docs/code-graders.md "Which code runs"):
+//   1. the last fenced block (``` or ~~~, CommonMark-style) whose info tag names an accepted
+//      language (python, py, python3, py3 / javascript, js, node, nodejs, mjs, cjs);
+//   2. else the last fenced block without a tag, in the spec's first language;
+//   3. else, with extract "fenced_or_whole", the whole completion in the first language;
+//      with "fenced", no program (the item scores 0: writing no code is the policy's failure).
+// A block tagged with another language (```cpp) is never run. An unclosed fence runs to the end of
+// the completion (a truncated answer is still the answer). "whole" skips 1–2.
+
+import type { CodeLanguage } from "./run.ts";
+import type { CodeSpec } from "./spec.ts";
+
+const TAGS: Record<string, CodeLanguage> = {
+  python: "python",
+  py: "python",
+  python3: "python",
+  py3: "python",
+  javascript: "javascript",
+  js: "javascript",
+  node: "javascript",
+  nodejs: "javascript",
+  mjs: "javascript",
+  cjs: "javascript",
+};
+
+export const languageOfTag = (tag: string): CodeLanguage | undefined => TAGS[tag.toLowerCase()];
+
+export interface Program {
+  language: CodeLanguage;
+  code: string;
+  /** where it came from: a tagged block, an untagged block, or the whole completion */
+  from: "tagged" | "untagged" | "whole";
+}
+
+interface Block {
+  tag: string;
+  code: string;
+}
+
+const OPEN = /^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$/;
+
+/** The fenced blocks of a text, in order (a linear scan: no regular expression backtracks over the whole text). */
+export function fencedBlocks(text: string): Block[] {
+  const lines = text.split("\n");
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = OPEN.exec(lines[i].replace(/\r$/, ""));
+    if (!open) continue;
+    const fence = open[1];
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length; j++) {
+      const line = lines[j].replace(/\r$/, "");
+      const trimmed = line.trim();
+      if (trimmed.length >= fence.length && trimmed[0] === fence[0] && /^(`+|~+)$/.test(trimmed)) break;
+      body.push(line);
+    }
+    blocks.push({ tag: open[2], code: body.join("\n") });
+    i = j;
+  }
+  return blocks;
+}
+
+/** The program to run, by the rule above; undefined when there is none. */
+export function extractProgram(completion: string, spec: Pick<CodeSpec, "languages" | "extract">): Program | undefined {
+  const first = spec.languages[0];
+  if (spec.extract !== "whole") {
+    const blocks = fencedBlocks(completion);
+    for (let i = blocks.length - 1; i >= 0; i--) {
+      const language = languageOfTag(blocks[i].tag);
+      if (language && spec.languages.includes(language)) return { language, code: blocks[i].code, from: "tagged" };
+    }
+    for (let i = blocks.length - 1; i >= 0; i--) {
+      if (blocks[i].tag === "") return { language: first, code: blocks[i].code, from: "untagged" };
+    }
+    if (spec.extract === "fenced") return undefined;
+  }
+  return completion.trim() === "" ? undefined : { language: first, code: completion, from: "whole" };
+}

@@ -1,0 +1,339 @@
+// JavaScript runs, each in a fresh isolated-vm Context (a new realm: its own globals and
+// intrinsics, nothing of an earlier run's) of one isolate the runner keeps warm. A context is
+// complete enough: two contexts share no JavaScript object, and a run that took the isolate down
+// (its memory limit) gets a new isolate. The harness is made in each context before the program:
+//
+// - stdin: `require("fs").readFileSync(0 | "/dev/stdin")`, `require("readline").createInterface`
+//   with its "line"/"close" events, `process.stdin.on("data"/"end")` (delivered after the
+//   program's synchronous part, in that order), and the V8 shell's `readline()` (a line, or
+//   undefined at the end) with `print()` — the patterns Codeforces/CodeContests JS solutions use;
+// - stdout/stderr: `console.log/info/debug` and `print` to stdout, `console.error/warn` to stderr,
+//   `process.stdout.write`/`process.stderr.write`, kept in the harness's closure, bounded;
+// - `process.exit(code)`: records the code and stops the program (a throw of the harness's own).
+//
+// What the verdict reads (the outputs, the exit, `completed`, `returned`) is read through
+// References the host took before the program ran: a program can replace globals, never these.
+
+import ivm from "isolated-vm";
+import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type RunStatus } from "./run.ts";
+
+const MAX_MESSAGE = 2000;
+/** `returned` as JSON text, read at most */
+const MAX_RETURNED = 256 * 1024;
+
+/** Made in each run's context before the program: the harness, as one function of the run's settings. */
+const HARNESS = String.raw`(function (stdinText, limit) {
+"use strict";
+const g = globalThis;
+const jsonStringify = JSON.stringify;
+const getProto = Object.getPrototypeOf;
+const isArray = Array.isArray;
+const ObjectProto = Object.prototype;
+const StringCtor = String;
+const EXIT = Object.freeze({ exit: true });
+const out = { text: "", bytes: 0 };
+const err = { text: "", bytes: 0 };
+let over = false;
+let exited = false;
+let exitCode = 0;
+const utf8Length = (s) => { let n = 0; for (let i = 0; i < s.length; i++) { const c = s.charCodeAt(i); n += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xd800 && c < 0xdc00) ? (i++, 4) : 3; } return n; };
+function put(target, s) {
+  if (exited) return;
+  s = StringCtor(s);
+  const n = utf8Length(s);
+  if (target.bytes + n > limit) {
+    over = true;
+    throw EXIT;
+  }
+  target.text += s;
+  target.bytes += n;
+}
+const fmt = (v) => {
+  if (typeof v === "string") return v;
+  try { const j = jsonStringify(v); return j === undefined ? StringCtor(v) : (typeof v === "object" && v !== null ? j : StringCtor(v)); } catch { return StringCtor(v); }
+};
+const line = (target) => (...args) => put(target, args.map(fmt).join(" ") + "\n");
+const lines = stdinText.split("\n");
+if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+let lineAt = 0;
+const listeners = { line: [], close: [], data: [], end: [] };
+const stream = (target) => ({ write: (s) => { put(target, s); return true; } });
+const stdinStream = {
+  on(event, f) { if (event === "data" || event === "end") listeners[event].push(f); return stdinStream; },
+  setEncoding() { return stdinStream; },
+  resume() { return stdinStream; },
+  fd: 0,
+};
+const process = {
+  argv: ["node", "program"],
+  env: {},
+  stdin: stdinStream,
+  stdout: stream(out),
+  stderr: stream(err),
+  exit(code) {
+    exitCode = code === undefined ? 0 : (Number(code) | 0);
+    exited = true;
+    throw EXIT;
+  },
+  on() { return process; },
+  hrtime: { bigint: () => 0n },
+  nextTick: (f, ...a) => Promise.resolve().then(() => f(...a)),
+};
+const readlineModule = {
+  createInterface() {
+    const rl = {
+      on(event, f) { if (event === "line" || event === "close") listeners[event].push(f); return rl; },
+      close() {},
+      [Symbol.asyncIterator]() { let k = lineAt; return { next: async () => (k < lines.length ? { value: lines[k++], done: false } : { value: undefined, done: true }) }; },
+    };
+    return rl;
+  },
+};
+const fsModule = {
+  readFileSync(path, encoding) {
+    if (path === 0 || path === "/dev/stdin") return stdinText;
+    throw new Error("ENOENT: no such file: " + StringCtor(path));
+  },
+};
+const modules = { fs: fsModule, "node:fs": fsModule, readline: readlineModule, "node:readline": readlineModule };
+g.require = (name) => {
+  const m = modules[name];
+  if (!m) throw new Error("Cannot find module '" + StringCtor(name) + "'");
+  return m;
+};
+g.process = process;
+g.console = { log: line(out), info: line(out), debug: line(out), error: line(err), warn: line(err) };
+g.print = line(out);
+g.readline = () => (lineAt < lines.length ? lines[lineAt++] : undefined);
+g.module = { exports: {} };
+g.exports = g.module.exports;
+
+function isPlain(v, depth) {
+  if (depth > 100) return false;
+  if (v === null || typeof v === "boolean" || typeof v === "string") return true;
+  if (typeof v === "number") return true;
+  if (typeof v !== "object") return false;
+  if (isArray(v)) { for (let i = 0; i < v.length; i++) if (!isPlain(v[i], depth + 1)) return false; return true; }
+  const p = getProto(v);
+  if (p !== ObjectProto && p !== null) return false;
+  for (const k in v) if (!isPlain(v[k], depth + 1)) return false;
+  return true;
+}
+
+return {
+  // the "line"/"close" and "data"/"end" listeners the program registered, after its synchronous part
+  deliver() {
+    try {
+      for (const f of listeners.data) f(stdinText);
+      for (const f of listeners.end) f();
+      for (; lineAt < lines.length; ) { const l = lines[lineAt++]; for (const f of listeners.line) f(l); }
+      for (const f of listeners.close) f();
+      return "";
+    } catch (e) { return e === EXIT ? "" : describe(e); }
+  },
+  returned(v) {
+    try {
+      if (!isPlain(v, 0)) return "\u0000opaque";
+      const j = jsonStringify(v);
+      return j === undefined ? "\u0000opaque" : j;
+    } catch (e) { return e === EXIT ? "\u0000exit" : "\u0000opaque"; }
+  },
+  state: () => jsonStringify({ out: out.text, err: err.text, over, exited, exitCode }),
+};
+function describe(e) {
+  try {
+    if (e && typeof e === "object" && typeof e.name === "string") return (e.name + ": " + StringCtor(e.message)).slice(0, ${MAX_MESSAGE});
+    return ("Uncaught " + StringCtor(e)).slice(0, ${MAX_MESSAGE});
+  } catch { return "Uncaught exception"; }
+}
+})`;
+
+export class JsRunner implements CodeRunner {
+  private isolate: ivm.Isolate | undefined;
+  private isolateMb = 0;
+  private harness: ivm.Script | undefined;
+  readonly stats = { isolates: 0, runs: 0 };
+
+  /** the isolate for runs of `memoryMb` is up */
+  startedFor(memoryMb: number): boolean {
+    return this.isolate !== undefined && !this.isolate.isDisposed && this.isolateMb === Math.max(8, memoryMb);
+  }
+
+  warm(memoryMb: number): void {
+    this.ensure(Math.max(8, memoryMb));
+  }
+
+  private ensure(memoryMb: number): ivm.Isolate {
+    if (this.isolate && !this.isolate.isDisposed && this.isolateMb === memoryMb) return this.isolate;
+    if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();
+    this.isolate = new ivm.Isolate({ memoryLimit: memoryMb });
+    this.isolateMb = memoryMb;
+    this.harness = this.isolate.compileScriptSync(HARNESS, { filename: "gradebox:js-harness" });
+    this.stats.isolates++;
+    return this.isolate;
+  }
+
+  run(request: RunRequest): RunResult {
+    const isolate = this.ensure(Math.max(8, request.limits.memoryMb));
+    this.stats.runs++;
+    const cpuBefore = isolate.cpuTime;
+    const started = Date.now();
+    const context = isolate.createContextSync();
+    const cpu = () => (isolate.isDisposed ? Date.now() - started : Number(isolate.cpuTime - cpuBefore) / 1e6);
+    let h: ivm.Reference | undefined;
+    try {
+      // the time limit runs from the harness on: a time-out of the harness itself is the run's
+      const left = () => Math.max(1, request.limits.cpuMs - Math.floor(cpu()));
+      const make = (this.harness as ivm.Script).runSync(context, { reference: true }) as ivm.Reference;
+      h = make.applySync(undefined, [request.stdin ?? "", request.limits.outputBytes], { result: { reference: true } }) as ivm.Reference;
+      const harness = h;
+      const ref = (name: string) => harness.getSync(name, { reference: true }) as ivm.Reference;
+      const state = ref("state");
+      const returnedOf = ref("returned");
+      let status: RunStatus = "ok";
+      let message: string | undefined;
+      let completed = false;
+      let returned: unknown;
+      let returnedOpaque = false;
+      let script: ivm.Script;
+      try {
+        script = isolate.compileScriptSync(request.program, { filename: "program.js" });
+      } catch (error) {
+        return this.finish(state, { status: "syntax_error", message: errorText(error), exitCode: 1, completed: false }, cpu());
+      }
+      const thrown = (error: unknown): boolean => {
+        // the harness's own throw (process.exit, output past its limit) is no exception of the program's
+        if (error instanceof Error && /^(Script execution timed out|Isolate was disposed)/.test(error.message)) throw error;
+        return true;
+      };
+      let failed = false;
+      try {
+        script.runSync(context, { timeout: left() });
+        const delivered = ref("deliver").applySync(undefined, [], { timeout: left() });
+        if (typeof delivered === "string" && delivered !== "") {
+          failed = true;
+          status = "runtime_error";
+          message = delivered.slice(0, MAX_MESSAGE);
+        }
+      } catch (error) {
+        thrown(error);
+        failed = !this.harnessStop(state);
+        if (failed) {
+          status = "runtime_error";
+          message = errorText(error);
+        }
+      }
+      const s = this.readState(state);
+      if (s.exited || s.over) failed = true;
+      if (!failed && request.after !== undefined) {
+        try {
+          isolate.compileScriptSync(request.after, { filename: "tests.js" }).runSync(context, { timeout: left() });
+          completed = true;
+        } catch (error) {
+          thrown(error);
+          if (!this.harnessStop(state)) {
+            status = "runtime_error";
+            message = errorText(error);
+          }
+        }
+      } else if (!failed && request.call !== undefined) {
+        try {
+          const name = request.call.name;
+          if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)?$/.test(name)) throw new Error(`cannot call ${name}`);
+          const [head, method] = name.split(".");
+          const target = method === undefined ? head : `(() => { const o = new ${head}(); return o.${method}.bind(o); })()`;
+          const fn = isolate
+            .compileScriptSync(`(${target})`, { filename: "call.js" })
+            .runSync(context, { reference: true, timeout: left() }) as ivm.Reference;
+          const value = fn.applySync(undefined, request.call.args, {
+            timeout: left(),
+            arguments: { copy: true },
+            result: { reference: true },
+          }) as ivm.Reference;
+          const text = returnedOf.applySync(undefined, [value.derefInto()], { timeout: left() });
+          if (text === "\u0000exit") {
+            // process.exit inside the call: the harness never saw its value
+          } else {
+            completed = true;
+            if (typeof text !== "string" || text.length > MAX_RETURNED || text === "\u0000opaque") returnedOpaque = true;
+            else returned = JSON.parse(text);
+          }
+        } catch (error) {
+          thrown(error);
+          if (!this.harnessStop(state)) {
+            status = "runtime_error";
+            message = errorText(error);
+          }
+        }
+      }
+      return this.finish(
+        state,
+        { status, message, exitCode: status === "runtime_error" ? 1 : 0, completed, returned, returnedOpaque },
+        cpu(),
+      );
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error);
+      if (/^Script execution timed out/.test(text))
+        return { status: "time_limit", stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs: cpu() };
+      if (isolate.isDisposed || /memory limit|disposed/i.test(text)) {
+        this.isolate = undefined;
+        return { status: "memory_limit", stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs: cpu() };
+      }
+      throw new RunnerFailure(`the JavaScript runner failed: ${text}`);
+    } finally {
+      if (!isolate.isDisposed) context.release();
+    }
+  }
+
+  /** the throw was the harness's own (process.exit, or output past its limit): its closure says so, whatever the program caught or threw */
+  private harnessStop(state: ivm.Reference): boolean {
+    const s = this.readState(state);
+    return s.exited || s.over;
+  }
+
+  private readState(state: ivm.Reference): { out: string; err: string; over: boolean; exited: boolean; exitCode: number } {
+    const raw = state.applySync(undefined, [], { timeout: 1000 });
+    if (typeof raw !== "string") throw new RunnerFailure("the JavaScript harness answered in an unknown form");
+    const s = JSON.parse(raw) as { out: string; err: string; over: boolean; exited: boolean; exitCode: number };
+    return s;
+  }
+
+  private finish(
+    state: ivm.Reference,
+    r: { status: RunStatus; message?: string; exitCode: number; completed: boolean; returned?: unknown; returnedOpaque?: boolean },
+    cpuMs: number,
+  ): RunResult {
+    const s = this.readState(state);
+    let status = r.status;
+    let exitCode = r.exitCode;
+    let message = r.message;
+    if (s.over) {
+      status = "output_limit";
+      message = undefined;
+    } else if (s.exited) {
+      exitCode = s.exitCode;
+      status = s.exitCode === 0 ? (status === "syntax_error" ? status : "ok") : "runtime_error";
+      message = s.exitCode !== 0 ? `process.exit(${s.exitCode})` : undefined;
+    }
+    return {
+      status,
+      stdout: s.out,
+      stderr: s.err,
+      exitCode,
+      completed: r.completed && !s.exited && !s.over,
+      cpuMs,
+      ...(message === undefined ? {} : { message: message.slice(0, MAX_MESSAGE) }),
+      ...(r.returnedOpaque ? { returnedOpaque: true } : r.completed && r.returned !== undefined ? { returned: r.returned } : {}),
+    };
+  }
+
+  dispose(): void {
+    if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();
+    this.isolate = undefined;
+  }
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, MAX_MESSAGE);
+  return `Uncaught ${String(error)}`.slice(0, MAX_MESSAGE);
+}

@@ -1,0 +1,656 @@
+// Python runs with fresh state for every run, inside ONE isolate started from the worker's
+// Pyodide template (python/template.ts). After the interpreter is up and the runner's own Python
+// is defined, the "baseline" is taken: a copy of the interpreter's whole WebAssembly memory, its
+// stack pointer, the function table's length, the JS values its reference table (hiwire) holds,
+// the file system's cwd and open streams. Before every run all of it is put back (memory past
+// the copy, which a run may have grown, is zeroed), so the Python heap, sys.modules, builtins,
+// random state, the recursion limit and every object a run made are exactly the baseline's again.
+// The file system lives in JavaScript: every call that changes it marks the runner dirty, and a
+// dirty runner (or one whose interpreter failed, or whose memory grew too far) is replaced by a
+// new isolate from the snapshot, the slow path (0.2–0.4 s) taken only by programs that write files.
+//
+// The verdict's parts are read outside Python: stdout/stderr from the interpreter's fd-level
+// device (below print and sys.stdout), `completed` from whether the host-held C builtin `exec`
+// returned, and `returned` from `marshal.dumps` (C: exact builtin types only, no __eq__ or
+// __class__ runs) decoded here. The run's Python is reached through PyProxies of C builtins the
+// runner took at baseline: a program can rebind names, never change what those objects do.
+
+import ivm from "isolated-vm";
+import type { PythonTemplate } from "../python/template.ts";
+import { startInterpreter } from "../python/template.ts";
+import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type RunStatus } from "./run.ts";
+
+/** the runner isolate's JavaScript heap: Pyodide's glue, the stdlib's bytes, the file system */
+const HEAP_MB = 160;
+/** a run whose memory grew past the baseline by more than this gets a new isolate after it (the grown pages are never given back) */
+const REBUILD_GROWTH = 64 * 1024 * 1024;
+/** a message (exception text) read back is cut to this */
+const MAX_MESSAGE = 2000;
+/** `returned`, as marshal bytes, read back at most */
+const MAX_RETURNED = 256 * 1024;
+const START_MS = 30_000;
+
+/**
+ * The trusted script run once in the runner's isolate after the interpreter started: it takes
+ * the interpreter off the global, defines the run, and takes the baseline. `__gradebox_code_run`
+ * is the host's one entry point: a JSON request in, a JSON result out.
+ */
+const HARNESS = String.raw`(() => {
+"use strict";
+const g = globalThis;
+const boot = g.__gradebox_py_boot;
+const env = g.__gradebox_py_env;
+delete g.__gradebox_py_boot;
+delete g.__gradebox_py_env;
+const py = boot.pyodide();
+const M = py._module;
+const FS = py.FS;
+const U8 = Uint8Array;
+const jsonStringify = JSON.stringify;
+const jsonParse = JSON.parse;
+const reflectApply = Reflect.apply;
+const bufferOf = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(M.memory), "buffer").get;
+const u8set = U8.prototype.set;
+const u8fill = U8.prototype.fill;
+const u8subarray = U8.prototype.subarray;
+const byteLengthOf = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get;
+const memory = M.memory;
+const decoder = new env.TextDecoder("utf-8", { fatal: false });
+const encoder = new env.TextEncoder();
+const decode = (bytes) => decoder.decode(bytes);
+
+// The JS modules Python could import (js, pyodide_js) hand it JavaScript objects, whose state
+// outlives a memory restore: gone before the baseline.
+py.runPython("import sys\nfor _m in ('js', 'pyodide_js'):\n    sys.modules.pop(_m, None)\ndel _m");
+try { py.unregisterJsModule("js"); } catch {}
+try { py.unregisterJsModule("pyodide_js"); } catch {}
+py.runPython("import random as _r\n_r.seed()\ndel _r");
+env.seal();
+
+// The run's Python, defined before the baseline (so restored before every run, untouched).
+py.runPython(${"`"}
+import builtins as _gb_builtins, marshal as _gb_marshal, sys as _gb_sys, gc as _gb_gc, itertools as _gb_itertools
+def _gb_ns(_gb_builtins=_gb_builtins):
+    return {"__name__": "__main__", "__builtins__": _gb_builtins}
+def _gb_program(source, ns):
+    try:
+        code = compile(source, "<program>", "exec", dont_inherit=True)
+    except BaseException as e:
+        return ("syntax", type(e).__name__ + ": " + str(e), 0)
+    try:
+        exec(code, ns)
+    except SystemExit as e:
+        c = e.code
+        if c is None: return ("exit", "", 0)
+        if isinstance(c, int) and not isinstance(c, bool): return ("exit", "", c)
+        return ("exit", str(c), 1)
+    except BaseException as e:
+        return ("error", type(e).__name__ + ": " + str(e), 1)
+    return ("ok", "", 0)
+${"`"});
+const pyGlobals = py.globals;
+const nsOf = pyGlobals.get("_gb_ns");
+const runProgram = pyGlobals.get("_gb_program");
+const cExec = pyGlobals.get("_gb_builtins").exec;
+const cCompile = pyGlobals.get("_gb_builtins").compile;
+const cGetattr = pyGlobals.get("_gb_builtins").getattr;
+const cDumps = pyGlobals.get("_gb_marshal").dumps;
+const cLoads = pyGlobals.get("_gb_marshal").loads;
+const cNext = pyGlobals.get("_gb_builtins").next;
+const cStarmap = pyGlobals.get("_gb_itertools").starmap;
+const cEncode = pyGlobals.get("_gb_builtins").str.encode;
+const cGcCollect = pyGlobals.get("_gb_gc").collect;
+const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
+const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
+const flushOut = stdoutObj.flush;
+const flushErr = stderrObj.flush;
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program");
+
+// fd-level capture: what reaches the interpreter's stdout/stderr devices, bounded
+let limit = 0;
+let over = false;
+const out = { chunks: [], bytes: 0 };
+const err = { chunks: [], bytes: 0 };
+function sink(target) {
+  return {
+    write(buffer) {
+      const n = buffer.length;
+      const room = limit - target.bytes;
+      if (room > 0) {
+        const take = n < room ? n : room;
+        target.chunks.push(new U8(reflectApply(u8subarray, buffer, [0, take])));
+        target.bytes += take;
+      }
+      if (n > room) {
+        over = true;
+        // EIO: print raises OSError, which ends a program that does not catch it (one that does meets its time limit)
+        throw new FS.ErrnoError(29);
+      }
+      return n;
+    },
+    isatty: false,
+  };
+}
+py.setStdout(sink(out));
+py.setStderr(sink(err));
+let stdin = new U8(0);
+let stdinAt = 0;
+py.setStdin({
+  read(buffer) {
+    const left = stdin.length - stdinAt;
+    const n = left < buffer.length ? left : buffer.length;
+    reflectApply(u8set, buffer, [reflectApply(u8subarray, stdin, [stdinAt, stdinAt + n])]);
+    stdinAt += n;
+    return n;
+  },
+  isatty: false,
+});
+
+// The file system is JavaScript: any change marks the runner dirty (it is then replaced).
+let fsDirty = false;
+const isFile = (mode) => (mode & 0o170000) === 0o100000;
+// writes to a device (the captured stdout and stderr) change no file
+for (const name of ["write", "ftruncate", "mmap", "msync"]) {
+  const f = FS[name];
+  if (typeof f !== "function") continue;
+  FS[name] = function (stream, ...args) {
+    try { if (!stream || !stream.node || isFile(stream.node.mode)) fsDirty = true; } catch { fsDirty = true; }
+    return reflectApply(f, this, [stream, ...args]);
+  };
+}
+for (const name of ["mknod", "mkdir", "symlink", "rename", "rmdir", "unlink", "chmod", "lchmod", "fchmod", "chown",
+  "lchown", "fchown", "truncate", "utime", "mount", "unmount", "createDataFile", "writeFile", "create", "chdir"]) {
+  const f = FS[name];
+  if (typeof f !== "function") continue;
+  FS[name] = function (...args) { fsDirty = true; return reflectApply(f, this, args); };
+}
+const fsOpen = FS.open;
+FS.open = function (path, flags, ...rest) {
+  // O_CREAT | O_TRUNC: an open that may make or empty a file
+  if (typeof flags === "string" ? flags !== "r" : (flags & (0x40 | 0x200)) !== 0) fsDirty = true;
+  return reflectApply(fsOpen, this, [path, flags, ...rest]);
+};
+
+// the baseline
+cGcCollect();
+const base = (() => {
+  const buf = reflectApply(bufferOf, memory, []);
+  const copy = new U8(reflectApply(byteLengthOf, buf, []));
+  reflectApply(u8set, copy, [new U8(buf)]);
+  return copy;
+})();
+const baseSp = M.___stack_pointer.value;
+const baseCwd = FS.cwd();
+const baseStreams = FS.streams.slice();
+const hiwire = [];
+for (let i = 0; ; i++) {
+  let v;
+  try { v = M.__hiwire_get(i); } catch { break; }
+  hiwire.push(v);
+  if (i > 1_000_000) break;
+}
+let failed = "";
+
+function restore() {
+  const buf = reflectApply(bufferOf, memory, []);
+  const view = new U8(buf);
+  reflectApply(u8set, view, [base]);
+  const length = reflectApply(byteLengthOf, buf, []);
+  if (length > base.length) reflectApply(u8fill, view, [0, base.length, length]);
+  M.___stack_pointer.value = baseSp;
+  for (let i = 0; i < hiwire.length; i++) M.__hiwire_set(i, hiwire[i]);
+  FS.currentPath = baseCwd;
+  const streams = FS.streams;
+  for (let i = streams.length - 1; i >= 0; i--) if (streams[i] !== baseStreams[i]) streams[i] = baseStreams[i];
+  streams.length = baseStreams.length;
+}
+
+const fromCharCode = String.fromCharCode;
+function decode_latin1(bytes) {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 4096) s += reflectApply(fromCharCode, undefined, Array.from(reflectApply(u8subarray, bytes, [i, i + 4096])));
+  return s;
+}
+
+function joined(target) {
+  const all = new U8(target.bytes);
+  let at = 0;
+  for (const c of target.chunks) { reflectApply(u8set, all, [c, at]); at += c.length; }
+  return decode(all);
+}
+
+function pyMessage(e) {
+  try {
+    const t = e && e.type;
+    const m = e && e.message;
+    if (typeof m === "string") {
+      const lines = m.trimEnd().split("\n");
+      return lines[lines.length - 1].slice(0, ${MAX_MESSAGE});
+    }
+    return typeof t === "string" ? t : "the interpreter failed";
+  } catch { return "the interpreter failed"; }
+}
+const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; } catch { return ""; } };
+
+function destroyAll(...proxies) { for (const p of proxies) { try { if (p && typeof p.destroy === "function") p.destroy(); } catch {} } }
+
+g.__gradebox_code_run = (requestJson) => {
+  const req = jsonParse(requestJson);
+  if (failed) return jsonStringify({ failed });
+  restore();
+  limit = req.outputBytes;
+  over = false;
+  out.chunks = []; out.bytes = 0; err.chunks = []; err.bytes = 0;
+  stdin = encoder.encode(req.stdin);
+  stdinAt = 0;
+  fsDirty = false;
+  const result = { status: "ok", exitCode: 0, completed: false };
+  const ns = nsOf();
+  let step;
+  try {
+    step = runProgram(req.program, ns);
+  } catch (e) {
+    // what escaped the program's own try: the interpreter itself (os._exit, a fatal error)
+    failed = "the interpreter stopped: " + pyMessage(e);
+    result.status = "runtime_error";
+    result.exitCode = 1;
+    result.message = pyMessage(e);
+  }
+  if (step) {
+    const kind = step.get(0);
+    const message = step.get(1);
+    const code = step.get(2);
+    destroyAll(step);
+    if (kind === "syntax") { result.status = "syntax_error"; result.exitCode = 1; result.message = String(message).slice(0, ${MAX_MESSAGE}); }
+    else if (kind === "error") { result.status = "runtime_error"; result.exitCode = 1; result.message = String(message).slice(0, ${MAX_MESSAGE}); }
+    else if (kind === "exit") {
+      const c = typeof code === "number" ? code : 1;
+      result.exitCode = c;
+      if (c !== 0) { result.status = "runtime_error"; result.message = message ? String(message).slice(0, ${MAX_MESSAGE}) : "SystemExit: " + c; }
+      result.exited = true;
+    }
+    if (kind === "ok" && !failed && !over) {
+      if (typeof req.after === "string") {
+        let compiled;
+        try {
+          compiled = cCompile(req.after, "<tests>", "exec");
+        } catch (e) {
+          result.status = "runtime_error"; result.exitCode = 1; result.message = "the tests do not compile: " + pyMessage(e);
+        }
+        if (compiled) {
+          try {
+            cExec(compiled, ns);
+            result.completed = true;
+          } catch (e) {
+            result.status = "runtime_error";
+            result.exitCode = pyType(e) === "SystemExit" ? 1 : 1;
+            result.message = pyMessage(e);
+          }
+          destroyAll(compiled);
+        }
+      } else if (req.call) {
+        let value;
+        try {
+          const parts = String(req.call.name).split(".");
+          let f = ns.get(parts[0]);
+          if (f === undefined) throw { type: "NameError", message: "NameError: name '" + parts[0] + "' is not defined" };
+          if (parts.length === 2) {
+            // Class.method: the method of an instance made without arguments (LeetCode's Solution().f)
+            const instance = cNext(cStarmap(f, cLoads(cEncode(req.noArgs, "latin-1"))));
+            f = cGetattr(instance, parts[1]);
+            destroyAll(instance);
+          }
+          value = cNext(cStarmap(f, cLoads(cEncode(req.args, "latin-1"))));
+          result.completed = true;
+        } catch (e) {
+          result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
+        }
+        if (result.completed) {
+          if (value === undefined || value === null || typeof value !== "object") {
+            result.primitive = typeof value === "bigint" ? String(value) : value === undefined ? null : value;
+            result.big = typeof value === "bigint";
+          } else {
+            let bytes;
+            try {
+              const dumped = cDumps(value, 4);
+              bytes = dumped.toJs();
+              destroyAll(dumped);
+            } catch { bytes = undefined; }
+            destroyAll(value);
+            if (bytes instanceof U8 && bytes.length <= ${MAX_RETURNED}) result.marshal = decode_latin1(bytes);
+            else result.returnedOpaque = true;
+          }
+        }
+      }
+    }
+  }
+  try { flushOut(); } catch {}
+  try { flushErr(); } catch {}
+  destroyAll(ns);
+  if (over) result.status = "output_limit";
+  result.stdout = joined(out);
+  result.stderr = joined(err);
+  const grown = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length;
+  result.grown = grown;
+  result.fsDirty = fsDirty;
+  // an interpreter that stopped (os._exit, a fatal error) runs nothing more: the host replaces the isolate
+  result.dead = failed !== "";
+  return jsonStringify(result);
+};
+})();`;
+
+export interface PythonRunnerStats {
+  /** isolates started from the snapshot (the first, and each replacement) */
+  isolates: number;
+  runs: number;
+}
+
+/** One Python runner: an isolate restored to its baseline before every run; replaced when a run left it unfit. */
+export class PythonRunner implements CodeRunner {
+  private isolate: ivm.Isolate | undefined;
+  private entry: ivm.Reference | undefined;
+  readonly stats: PythonRunnerStats = { isolates: 0, runs: 0 };
+
+  constructor(private readonly template: PythonTemplate) {}
+
+  /** the isolate is up (a run now costs a restore, not a start) */
+  get started(): boolean {
+    return this.entry !== undefined && this.isolate !== undefined && !this.isolate.isDisposed;
+  }
+
+  /** Starts the isolate now (the worker does, outside any watched call: a start grows the process by ~100 MB). */
+  warm(): void {
+    if (!this.started) this.start();
+  }
+
+  private start(): ivm.Reference {
+    const t = this.template;
+    const isolate = new ivm.Isolate({ memoryLimit: HEAP_MB });
+    try {
+      const context = isolate.createContextSync();
+      startInterpreter(isolate, context, {
+        module: t.module,
+        stdlib: t.stdlib,
+        lock: t.lock,
+        files: t.files,
+        snapshot: t.snapshot,
+        bootCache: t.bootCache,
+        timeoutMs: START_MS,
+      });
+      isolate.compileScriptSync(HARNESS, { filename: "gradebox:code-harness" }).runSync(context, { timeout: START_MS });
+      this.entry = context.global.getSync("__gradebox_code_run", { reference: true });
+      context.global.deleteSync("__gradebox_code_run");
+    } catch (error) {
+      isolate.dispose();
+      throw new RunnerFailure(`the Python runner did not start: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    this.isolate = isolate;
+    this.stats.isolates++;
+    return this.entry;
+  }
+
+  private replace(): void {
+    if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();
+    this.isolate = undefined;
+    this.entry = undefined;
+  }
+
+  run(request: RunRequest): RunResult {
+    const entry = this.entry && this.isolate && !this.isolate.isDisposed ? this.entry : this.start();
+    const isolate = this.isolate as ivm.Isolate;
+    this.stats.runs++;
+    const cpuBefore = isolate.cpuTime;
+    const payload = JSON.stringify({
+      program: request.program,
+      stdin: request.stdin ?? "",
+      ...(request.after === undefined ? {} : { after: request.after }),
+      ...(request.call === undefined
+        ? {}
+        : { call: { name: request.call.name }, args: latin1(encodeMarshal([request.call.args])), noArgs: latin1(encodeMarshal([[]])) }),
+      outputBytes: request.limits.outputBytes,
+    });
+    let raw: unknown;
+    let stop: RunStatus | undefined;
+    try {
+      raw = entry.applySync(undefined, [payload], { timeout: request.limits.cpuMs });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      stop = message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
+      this.replace();
+      if (!stop) throw new RunnerFailure(`the Python runner failed: ${message}`);
+    }
+    const cpuMs = Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6;
+    if (stop) return { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs };
+    return this.read(raw, request, cpuMs);
+  }
+
+  private read(raw: unknown, request: RunRequest, cpuMs: number): RunResult {
+    if (typeof raw !== "string" || raw.length > 16 * request.limits.outputBytes + 4 * MAX_RETURNED + 64 * 1024) {
+      this.replace();
+      throw new RunnerFailure("the Python runner answered in an unknown form");
+    }
+    const r = JSON.parse(raw) as Record<string, unknown>;
+    if (typeof r.failed === "string") {
+      this.replace();
+      throw new RunnerFailure(r.failed);
+    }
+    const grown = typeof r.grown === "number" ? r.grown : 0;
+    // a run that wrote files, grew memory far or stopped the interpreter: the next run gets a new isolate
+    if (r.fsDirty === true || r.dead === true || grown > REBUILD_GROWTH) this.replace();
+    const status = r.status as RunStatus;
+    let message = typeof r.message === "string" ? r.message.slice(0, MAX_MESSAGE) : undefined;
+    let final: RunStatus = status;
+    if (status === "runtime_error" && message?.startsWith("MemoryError")) final = "memory_limit";
+    if (status === "runtime_error" && message?.startsWith("RecursionError") === false && /the interpreter stopped/.test(message ?? ""))
+      message = message?.slice(0, MAX_MESSAGE);
+    const result: RunResult = {
+      status: final,
+      stdout: String(r.stdout ?? ""),
+      stderr: String(r.stderr ?? ""),
+      exitCode: typeof r.exitCode === "number" ? r.exitCode : 1,
+      completed: r.completed === true && (request.after !== undefined || request.call !== undefined),
+      cpuMs,
+      ...(message === undefined ? {} : { message }),
+    };
+    if (request.call && r.completed === true) {
+      if (typeof r.marshal === "string") {
+        const decoded = decodeMarshal(Uint8Array.from(r.marshal, (c) => c.charCodeAt(0) & 0xff));
+        if (decoded.ok) result.returned = decoded.value;
+        else result.returnedOpaque = true;
+      } else if (r.returnedOpaque === true) result.returnedOpaque = true;
+      else result.returned = r.big === true ? Number(r.primitive) : (r.primitive ?? null);
+    }
+    return result;
+  }
+
+  dispose(): void {
+    this.replace();
+  }
+}
+
+/**
+ * marshal's format (version 4), for what plain data is: None, bool, int, float, str, tuple
+ * (as an array), list, dict with string keys. Anything else (bytes, sets, complex, code, a
+ * dict keyed otherwise) makes the value opaque.
+ */
+export function decodeMarshal(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false } {
+  const refs: unknown[] = [];
+  let at = 0;
+  let nodes = 0;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  class Opaque extends Error {}
+  const need = (n: number) => {
+    if (at + n > bytes.length) throw new Opaque();
+  };
+  const i32 = () => {
+    need(4);
+    const v = view.getInt32(at, true);
+    at += 4;
+    return v;
+  };
+  const text = (n: number, latin1: boolean) => {
+    need(n);
+    const slice = bytes.subarray(at, at + n);
+    at += n;
+    return latin1 ? String.fromCharCode(...slice) : new TextDecoder("utf-8", { fatal: true }).decode(slice);
+  };
+  const read = (depth: number): unknown => {
+    if (depth > 100 || ++nodes > 100_000) throw new Opaque();
+    need(1);
+    const byte = bytes[at++];
+    const flag = (byte & 0x80) !== 0;
+    const code = String.fromCharCode(byte & 0x7f);
+    let slot = -1;
+    if (flag) {
+      slot = refs.length;
+      refs.push(undefined);
+    }
+    const keep = (v: unknown) => {
+      if (slot >= 0) refs[slot] = v;
+      return v;
+    };
+    switch (code) {
+      case "N":
+        return keep(null);
+      case "T":
+        return keep(true);
+      case "F":
+        return keep(false);
+      case "i":
+        return keep(i32());
+      case "l": {
+        const n = i32();
+        const digits = Math.abs(n);
+        if (digits > 1000) throw new Opaque();
+        let v = 0n;
+        need(2 * digits);
+        for (let k = digits - 1; k >= 0; k--) v = (v << 15n) | BigInt(view.getUint16(at + 2 * k, true));
+        at += 2 * digits;
+        const big = n < 0 ? -v : v;
+        const num = Number(big);
+        return keep(Number.isSafeInteger(num) ? num : num);
+      }
+      case "g": {
+        need(8);
+        const v = view.getFloat64(at, true);
+        at += 8;
+        return keep(Number.isFinite(v) ? v : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+      }
+      case "u":
+      case "t":
+        return keep(text(i32(), false));
+      case "a":
+      case "A":
+        return keep(text(i32(), true));
+      case "z":
+      case "Z": {
+        need(1);
+        return keep(text(bytes[at++], true));
+      }
+      case "(":
+      case "[":
+      case ")": {
+        let n: number;
+        if (code === ")") {
+          need(1);
+          n = bytes[at++];
+        } else n = i32();
+        if (n < 0 || n > bytes.length) throw new Opaque();
+        const arr: unknown[] = [];
+        keep(arr);
+        for (let k = 0; k < n; k++) arr.push(read(depth + 1));
+        return arr;
+      }
+      case "{": {
+        const obj: Record<string, unknown> = Object.create(null);
+        keep(obj);
+        for (;;) {
+          need(1);
+          if (bytes[at] === 0x30) {
+            at++;
+            break;
+          }
+          const key = read(depth + 1);
+          if (typeof key !== "string") throw new Opaque();
+          obj[key] = read(depth + 1);
+        }
+        return { ...obj };
+      }
+      case "r": {
+        const n = i32();
+        if (n < 0 || n >= refs.length || refs[n] === undefined) throw new Opaque();
+        return refs[n];
+      }
+      default:
+        throw new Opaque();
+    }
+  };
+  try {
+    const value = read(0);
+    if (at !== bytes.length) return { ok: false };
+    return { ok: true, value };
+  } catch (error) {
+    if (error instanceof Opaque || error instanceof RangeError || error instanceof TypeError) return { ok: false };
+    throw error;
+  }
+}
+
+const latin1 = (bytes: Uint8Array) => {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 4096) s += String.fromCharCode(...bytes.subarray(i, i + 4096));
+  return s;
+};
+
+/**
+ * JSON data as marshal (version 4) bytes, for the call's arguments: arrays become lists (the
+ * outer one of encodeMarshal([[args]]) a list of one tuple… see the caller), objects dicts.
+ * `tupleDepth` 1: the element at depth 1 is a tuple (starmap's argument tuple).
+ */
+export function encodeMarshal(value: unknown): Uint8Array {
+  const out: number[] = [];
+  const i32 = (n: number) => out.push(n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff);
+  const utf8 = new TextEncoder();
+  const write = (v: unknown, depth: number): void => {
+    if (v === null || v === undefined) out.push(0x4e);
+    else if (v === true) out.push(0x54);
+    else if (v === false) out.push(0x46);
+    else if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) <= 0x7fffffff) {
+      out.push(0x69);
+      i32(v);
+    } else if (typeof v === "number" && Number.isSafeInteger(v)) {
+      let m = BigInt(Math.abs(v));
+      const digits: number[] = [];
+      while (m > 0n) {
+        digits.push(Number(m & 0x7fffn));
+        m >>= 15n;
+      }
+      out.push(0x6c);
+      i32(v < 0 ? -digits.length : digits.length);
+      for (const d of digits) out.push(d & 0xff, d >> 8);
+    } else if (typeof v === "number") {
+      out.push(0x67);
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setFloat64(0, v, true);
+      out.push(...b);
+    } else if (typeof v === "string") {
+      const b = utf8.encode(v);
+      out.push(0x75);
+      i32(b.length);
+      for (const x of b) out.push(x);
+    } else if (Array.isArray(v)) {
+      // depth 1 of [[args]]: the tuple starmap unpacks
+      out.push(depth === 1 ? 0x28 : 0x5b);
+      i32(v.length);
+      for (const x of v) write(x, depth + 1);
+    } else if (typeof v === "object") {
+      out.push(0x7b);
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+        write(k, depth + 1);
+        write(x, depth + 1);
+      }
+      out.push(0x30);
+    } else throw new TypeError(`a call argument of type ${typeof v} is not JSON data`);
+  };
+  write(value, 0);
+  return Uint8Array.from(out);
+}

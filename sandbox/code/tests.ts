@@ -1,0 +1,248 @@
+// An item's tests, read from its metadata in the shapes public code datasets use, into one list
+// of runs. Metadata is the caller's data, so every shape is checked strictly and every size is
+// bounded; a malformed item is a TestsError (the item's INVALID_METADATA error), never a guess.
+//
+//   APPS / TACO / verl        input_output: {inputs, outputs, fn_name?} (or its JSON text), or
+//                             those keys at the top: stdin tests, or call tests with fn_name
+//   CodeContests              public_tests / private_tests: {input: [...], output: [...]}
+//   LiveCodeBench             public_test_cases / private_test_cases (or public_tests /
+//                             private_tests): [{input, output, testtype: stdin|functional}] or its
+//                             JSON text; functional inputs are one JSON value per line, the
+//                             function's name in fn_name, func_name or metadata.func_name
+//   HumanEval                 test (defines check(candidate)) + entry_point: one assert test
+//   MBPP                      test_list: one assert test per line, after test_imports and test_setup_code
+
+import type { CodeLanguage } from "./run.ts";
+import type { CodeSpec } from "./spec.ts";
+
+export type CodeTest =
+  | { kind: "stdin"; stdin: string; expected: string }
+  | { kind: "assert"; code: string }
+  /** `alsoFirst`: APPS wraps a call's expected value in a list: [v] also accepts v */
+  | { kind: "call"; name: string; args: unknown[]; expected: unknown; alsoFirst?: boolean };
+
+export class TestsError extends Error {}
+
+/** one test's input or expected output, as text */
+export const MAX_TEST_TEXT = 1 << 20;
+/** assert-style test code of one test */
+export const MAX_TEST_CODE = 256 * 1024;
+/** JSON text of a whole test set (input_output, LiveCodeBench's test cases) */
+export const MAX_TESTS_JSON = 16 << 20;
+const NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,99}(\.[A-Za-z_$][A-Za-z0-9_$]{0,99})?$/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const own = (o: Record<string, unknown>, key: string): unknown => (Object.hasOwn(o, key) ? o[key] : undefined);
+
+function parseJsonText(text: string, what: string): unknown {
+  if (text.length > MAX_TESTS_JSON) throw new TestsError(`${what} is longer than ${MAX_TESTS_JSON} characters`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TestsError(`${what} is a string but not JSON (LiveCodeBench's compressed private_test_cases must be decoded to JSON first)`);
+  }
+}
+
+/** a string, or a list of lines (some TACO rows), as text */
+function text(v: unknown, what: string): string {
+  const s = Array.isArray(v) && v.every((l) => typeof l === "string") ? v.join("\n") : v;
+  if (typeof s !== "string") throw new TestsError(`${what} must be a string (or a list of lines)`);
+  if (s.length > MAX_TEST_TEXT) throw new TestsError(`${what} is longer than ${MAX_TEST_TEXT} characters`);
+  return s;
+}
+
+function code(v: unknown, what: string): string {
+  if (typeof v !== "string") throw new TestsError(`${what} must be a string of test code`);
+  if (v.length > MAX_TEST_CODE) throw new TestsError(`${what} is longer than ${MAX_TEST_CODE} characters`);
+  return v;
+}
+
+function list(v: unknown, what: string, max: number): unknown[] {
+  if (!Array.isArray(v)) throw new TestsError(`${what} must be a list`);
+  if (v.length > max) throw new TestsError(`${what} has ${v.length} tests; this grader runs at most ${max} per item (maxTests)`);
+  return v;
+}
+
+function functionName(v: unknown, what: string): string {
+  if (typeof v !== "string" || !NAME.test(v)) {
+    throw new TestsError(`${what} must be a function name, or Class.method (letters, digits, _ and $)`);
+  }
+  return v;
+}
+
+/**
+ * LeetCode-style problems (TACO, LiveCodeBench) name the method and let the program define
+ * `class Solution`: the call goes to Solution().method then, as those datasets' own harnesses do.
+ */
+function callName(name: string, program: string, language: CodeLanguage): string {
+  if (name.includes(".")) return name;
+  const solution = language === "python" ? /^class\s+Solution\b/m : /\bclass\s+Solution\b/;
+  return solution.test(program) ? `Solution.${name}` : name;
+}
+
+interface Ctx {
+  max: number;
+  program: string;
+  language: CodeLanguage;
+}
+
+/** APPS / TACO / verl: {inputs, outputs, fn_name?} */
+function inputsOutputs(io: Record<string, unknown>, what: string, ctx: Ctx): CodeTest[] {
+  const inputs = list(own(io, "inputs"), `${what}.inputs`, ctx.max);
+  const outputs = list(own(io, "outputs"), `${what}.outputs`, ctx.max);
+  if (inputs.length !== outputs.length) {
+    throw new TestsError(`${what} has ${inputs.length} inputs but ${outputs.length} outputs; they pair up one to one`);
+  }
+  const fn = own(io, "fn_name");
+  if (fn === undefined || fn === null || fn === "") {
+    return inputs.map((input, i) => ({
+      kind: "stdin",
+      stdin: text(input, `${what}.inputs[${i}]`),
+      expected: text(outputs[i], `${what}.outputs[${i}]`),
+    }));
+  }
+  const name = callName(functionName(fn, `${what}.fn_name`), ctx.program, ctx.language);
+  return inputs.map((args, i) => {
+    if (!Array.isArray(args)) throw new TestsError(`${what}.inputs[${i}] must be the list of the call's arguments (fn_name is set)`);
+    return { kind: "call", name, args, expected: outputs[i], alsoFirst: true };
+  });
+}
+
+/** CodeContests' {input: [], output: []}, or LiveCodeBench's [{input, output, testtype}] */
+function testSet(v: unknown, what: string, row: Record<string, unknown>, ctx: Ctx): CodeTest[] {
+  const set = typeof v === "string" ? parseJsonText(v, what) : v;
+  if (isObject(set)) {
+    const inputs = list(own(set, "input"), `${what}.input`, ctx.max);
+    const outputs = list(own(set, "output"), `${what}.output`, ctx.max);
+    if (inputs.length !== outputs.length) {
+      throw new TestsError(`${what} has ${inputs.length} inputs but ${outputs.length} outputs; they pair up one to one`);
+    }
+    return inputs.map((input, i) => ({
+      kind: "stdin",
+      stdin: text(input, `${what}.input[${i}]`),
+      expected: text(outputs[i], `${what}.output[${i}]`),
+    }));
+  }
+  const cases = list(set, what, ctx.max);
+  return cases.map((c, i) => {
+    const at = `${what}[${i}]`;
+    if (!isObject(c)) throw new TestsError(`${at} must be an object {input, output, testtype}`);
+    const type = own(c, "testtype") ?? "stdin";
+    if (type === "stdin")
+      return { kind: "stdin", stdin: text(own(c, "input"), `${at}.input`), expected: text(own(c, "output"), `${at}.output`) };
+    if (type !== "functional") throw new TestsError(`${at}.testtype must be "stdin" or "functional"`);
+    const name = callName(functionName(lcbFunctionName(row), "the functional test's function name (fn_name)"), ctx.program, ctx.language);
+    const input = text(own(c, "input"), `${at}.input`);
+    const args = input
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line, j) => jsonValue(line, `${at}.input line ${j + 1}`));
+    return { kind: "call", name, args, expected: jsonValue(text(own(c, "output"), `${at}.output`), `${at}.output`) };
+  });
+}
+
+function jsonValue(s: string, what: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    throw new TestsError(`${what} must be JSON (a functional test's arguments are one JSON value per line)`);
+  }
+}
+
+/** LiveCodeBench keeps the name in its row's metadata (a JSON text): {"func_name": "maxSum"} */
+function lcbFunctionName(row: Record<string, unknown>): unknown {
+  const direct = own(row, "fn_name") ?? own(row, "func_name");
+  if (direct !== undefined) return direct;
+  let meta = own(row, "metadata");
+  if (typeof meta === "string" && meta.length <= 65_536) {
+    try {
+      meta = JSON.parse(meta);
+    } catch {
+      return undefined;
+    }
+  }
+  return isObject(meta) ? own(meta, "func_name") : undefined;
+}
+
+/** HumanEval: `test` defines check(candidate); the check is called on the entry point */
+function humanEval(row: Record<string, unknown>, language: CodeLanguage): CodeTest[] {
+  const test = code(own(row, "test"), "test");
+  const entry = own(row, "entry_point");
+  if (entry === undefined) return [{ kind: "assert", code: test }];
+  const name = functionName(entry, "entry_point");
+  const defines = language === "python" ? /^def\s+check\s*\(/m : /\b(function\s+check|(const|let|var)\s+check\s*=)/;
+  return [{ kind: "assert", code: defines.test(test) ? `${test}\n\ncheck(${name})\n` : test }];
+}
+
+/** MBPP: each assert line is a test, after the imports and setup code */
+function mbpp(row: Record<string, unknown>, max: number): CodeTest[] {
+  const lines = list(own(row, "test_list"), "test_list", max);
+  const imports = own(row, "test_imports");
+  const prefix = [
+    ...(imports === undefined ? [] : list(imports, "test_imports", 100).map((l, i) => code(l, `test_imports[${i}]`))),
+    ...(own(row, "test_setup_code") === undefined ? [] : [code(own(row, "test_setup_code"), "test_setup_code")]),
+  ]
+    .filter((s) => s.trim() !== "")
+    .join("\n");
+  if (prefix.length > MAX_TEST_CODE) throw new TestsError(`test_imports and test_setup_code are longer than ${MAX_TEST_CODE} characters`);
+  return lines.map((l, i) => ({
+    kind: "assert",
+    code: prefix ? `${prefix}\n${code(l, `test_list[${i}]`)}\n` : `${code(l, `test_list[${i}]`)}\n`,
+  }));
+}
+
+/** Where the spec says the tests are: metadata itself, or the value at testsKey (a dotted path). */
+export function testsRow(metadata: unknown, testsKey: string | undefined): Record<string, unknown> {
+  let row: unknown = metadata ?? {};
+  for (const key of testsKey ? testsKey.split(".") : []) {
+    row = isObject(row) ? own(row, key) : undefined;
+    if (typeof row === "string" && row.trimStart().startsWith("{")) row = parseJsonText(row, `metadata.${testsKey}`);
+  }
+  if (!isObject(row)) throw new TestsError(`metadata${testsKey ? `.${testsKey}` : ""} must be an object holding the item's tests`);
+  return row;
+}
+
+const KNOWN =
+  "input_output or inputs/outputs (APPS, TACO, verl), public_tests/private_tests (CodeContests), " +
+  "public_test_cases/private_test_cases (LiveCodeBench), test + entry_point (HumanEval) or test_list (MBPP)";
+
+/**
+ * The item's tests, in order. `program` and `language` decide LeetCode-style calls (Solution.method)
+ * and how HumanEval's check is called.
+ */
+export function readTests(
+  row: Record<string, unknown>,
+  spec: Pick<CodeSpec, "tests" | "maxTests">,
+  program: { code: string; language: CodeLanguage },
+): CodeTest[] {
+  const ctx: Ctx = { max: spec.maxTests, program: program.code, language: program.language };
+  let tests: CodeTest[] | undefined;
+  const io = own(row, "input_output");
+  if (io !== undefined) {
+    const parsed = typeof io === "string" ? parseJsonText(io, "input_output") : io;
+    if (!isObject(parsed)) throw new TestsError("input_output must be an object {inputs, outputs, fn_name?} or its JSON text");
+    tests = inputsOutputs(parsed, "input_output", ctx);
+  } else if (own(row, "inputs") !== undefined || own(row, "outputs") !== undefined) {
+    tests = inputsOutputs(row, "metadata", ctx);
+  } else {
+    const sets = ["public_tests", "private_tests", "public_test_cases", "private_test_cases"].filter((k) => own(row, k) !== undefined);
+    if (sets.length > 0) {
+      tests = [];
+      for (const key of sets) tests.push(...testSet(own(row, key), key, row, ctx));
+    } else if (own(row, "test_list") !== undefined) {
+      tests = mbpp(row, spec.maxTests);
+    } else if (own(row, "test") !== undefined) {
+      tests = humanEval(row, program.language);
+    }
+  }
+  if (tests === undefined) throw new TestsError(`the item carries no tests: its metadata needs one of ${KNOWN}`);
+  if (tests.length === 0) throw new TestsError("the item's tests are empty: there is nothing to run");
+  if (tests.length > spec.maxTests) {
+    throw new TestsError(`the item has ${tests.length} tests; this grader runs at most ${spec.maxTests} per item (maxTests)`);
+  }
+  if (spec.tests !== "auto") {
+    const other = tests.find((t) => t.kind !== spec.tests);
+    if (other) throw new TestsError(`this grader runs ${spec.tests} tests; the item's tests include ${other.kind} tests`);
+  }
+  return tests;
+}

@@ -1,0 +1,148 @@
+// A code grader's slices (issue 29): no grader isolate. Each item of the packed batch is decoded
+// here into a thread and graded by gradeThread (sandbox/code/grade.ts) with the worker's runners,
+// which are kept warm across slices and batches (one per language, fresh state per run). The
+// slice semantics are the isolate path's: sliceMs, single, end, deadlineAt; the watchdog and the
+// progress slot name the item running, so a run isolated-vm cannot interrupt costs its worker
+// and the pool blames that item.
+
+import { ROLES } from "../../sdk/thread.ts";
+import { gradeThread } from "../code/grade.ts";
+import { JsRunner } from "../code/js-runner.ts";
+import { PythonRunner } from "../code/python-runner.ts";
+import type { CodeLanguage, CodeRunner } from "../code/run.ts";
+import { parseCodeSpec, type WorkerCodeSpec } from "../code/spec.ts";
+import { SLOT } from "../isolate/slot.ts";
+import type { PackedBatch } from "../protocol/batch.ts";
+import type { SliceResult } from "../protocol/replies.ts";
+import type { GraderCode, SliceOptions } from "../protocol/requests.ts";
+import type { PythonTemplate } from "../python/template.ts";
+import type { GradeOutcome } from "../validate/checks.ts";
+import type { CallWatch } from "./runtime.ts";
+
+interface Thread {
+  turns: { role: string; content: string }[];
+  metadata?: Record<string, unknown>;
+}
+
+/** The batch's threads, decoded as isolate/batch-reader.ts reads them. */
+export function unpackThreads(batch: PackedBatch): Thread[] {
+  const head = JSON.parse(batch.head) as [number[], (Record<string, unknown> | null)[], unknown?, string[]?];
+  const [nums, metadata] = head;
+  const others = head[3] ?? [];
+  const threads: Thread[] = [];
+  let at = 0;
+  let offset = 0;
+  for (let t = 0; t < batch.count; t++) {
+    const n = nums[at++];
+    const turns: Thread["turns"] = [];
+    for (let k = 0; k < n; k++) {
+      const index = nums[at++];
+      const length = nums[at++];
+      const role = index < ROLES.length ? ROLES[index] : others[index - ROLES.length];
+      turns.push({ role, content: batch.text.slice(offset, offset + length) });
+      offset += length;
+    }
+    const m = metadata[t];
+    threads.push({ turns, ...(m === null || m === undefined ? {} : { metadata: m }) });
+  }
+  return threads;
+}
+
+/** The worker's runners, made at first use and kept warm. */
+export class CodeRunners {
+  private python: PythonRunner | undefined;
+  private js: JsRunner | undefined;
+  constructor(private readonly template: () => PythonTemplate) {}
+
+  readonly runnerFor = (language: CodeLanguage): CodeRunner => {
+    if (language === "python") {
+      this.python ??= new PythonRunner(this.template());
+      return this.python;
+    }
+    this.js ??= new JsRunner();
+    return this.js;
+  };
+
+  /**
+   * Starts what runs of these languages need and is not up (the first time, or after a run that
+   * left a runner to be replaced): true when it started something. The worker calls it between
+   * items, outside the watchdog's calls, since a Python runner's start grows the process by about
+   * 100 MB that stay (the worker counts them as fixed, like the template).
+   */
+  prepare(languages: readonly CodeLanguage[], memoryMb: number): boolean {
+    let started = false;
+    if (languages.includes("python")) {
+      this.python ??= new PythonRunner(this.template());
+      if (!this.python.started) {
+        this.python.warm();
+        started = true;
+      }
+    }
+    if (languages.includes("javascript")) {
+      this.js ??= new JsRunner();
+      if (!this.js.startedFor(memoryMb)) {
+        this.js.warm(memoryMb);
+        started = true;
+      }
+    }
+    return started;
+  }
+
+  dispose(): void {
+    this.python?.dispose();
+    this.js?.dispose();
+    this.python = undefined;
+    this.js = undefined;
+  }
+}
+
+/** the watchdog's bound for one item: every test at its limit, with the slack of a restore each */
+const itemBudgetMs = (spec: WorkerCodeSpec) => spec.maxTests * (spec.limits.cpuMs + 500);
+
+export function gradeCodeSlice(
+  runners: CodeRunners,
+  watch: CallWatch,
+  progress: SharedArrayBuffer | undefined,
+  grader: GraderCode,
+  batch: PackedBatch,
+  from: number,
+  options: SliceOptions,
+  /** starts the runners these languages need, outside any watched call (the engine accounts their memory) */
+  prepare: (languages: readonly CodeLanguage[], memoryMb: number) => void,
+): SliceResult {
+  const spec = parseCodeSpec(grader.compiled);
+  const threads = unpackThreads(batch);
+  const count = Math.min(batch.count, options.end);
+  const slot = progress ? new Float64Array(progress) : undefined;
+  const outcomes: GradeOutcome[] = [];
+  const started = Date.now();
+  let stopped = false;
+  for (let i = from; i < count; i++) {
+    if (options.deadlineAt !== undefined && Date.now() >= options.deadlineAt) {
+      stopped = true;
+      break;
+    }
+    if (i > from && (options.single || Date.now() - started >= options.sliceMs)) break;
+    try {
+      prepare(spec.languages, spec.limits.memoryMb);
+    } catch (error) {
+      // the runner could not start: this item, and the rest of the slice, abstain (the service's fault, not the program's)
+      const message = error instanceof Error ? error.message : String(error);
+      while (i < count) {
+        outcomes.push({ abstained: { code: "RUNNER_UNAVAILABLE", reason: message } });
+        i++;
+      }
+      break;
+    }
+    watch.begin(i, 1, itemBudgetMs(spec), 0);
+    if (slot) slot[SLOT.item] = i;
+    try {
+      outcomes.push(gradeThread(spec, threads[i], runners.runnerFor));
+    } catch (error) {
+      outcomes.push({ error: { code: "GRADER_ERROR", message: error instanceof Error ? error.message : String(error) } });
+    } finally {
+      watch.end();
+    }
+  }
+  return { outcomes, ...(stopped ? { deadline: true as const } : {}) };
+}

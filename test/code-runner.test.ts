@@ -1,0 +1,170 @@
+// The code runners (issue 29) with real isolates and real Pyodide: statuses, limits, tamper
+// cases that must fail, and leaks that must not reach the next run.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { JsRunner } from "../sandbox/code/js-runner.ts";
+import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/python-runner.ts";
+import type { RunRequest } from "../sandbox/code/run.ts";
+import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
+import { JS_LEAKS, JS_TAMPER, JS_TAMPER_AFTER, PYTHON_LEAKS, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL } from "./support/code-tamper.ts";
+
+const limits = { cpuMs: 2000, memoryMb: 128, outputBytes: 4096 };
+
+describe("Python runner", () => {
+  let template: PythonTemplate;
+  let runner: PythonRunner;
+  const run = (r: Partial<RunRequest> & { program: string }) => runner.run({ language: "python", limits, ...r });
+  before(() => {
+    template = makeTemplate(128);
+    runner = new PythonRunner(template);
+  });
+  after(() => {
+    runner.dispose();
+    releaseTemplate(template);
+  });
+
+  test("stdin to stdout", () => {
+    const r = run({ program: "a, b = map(int, input().split())\nprint(a + b)", stdin: "2 3\n" });
+    assert.deepEqual([r.status, r.stdout, r.exitCode], ["ok", "5\n", 0]);
+  });
+  test("statuses: exception, syntax error, exit codes", () => {
+    const e = run({ program: "1 / 0" });
+    assert.equal(e.status, "runtime_error");
+    assert.match(e.message ?? "", /^ZeroDivisionError: division by zero/);
+    const s = run({ program: "def (:" });
+    assert.equal(s.status, "syntax_error");
+    assert.match(s.message ?? "", /^SyntaxError/);
+    assert.deepEqual(
+      [run({ program: "import sys\nsys.exit(3)" }).exitCode, run({ program: "import sys\nsys.exit(3)" }).status],
+      [3, "runtime_error"],
+    );
+    const zero = run({ program: "import sys\nprint('x')\nsys.exit(0)" });
+    assert.deepEqual([zero.status, zero.exitCode, zero.stdout], ["ok", 0, "x\n"]);
+  });
+  test("limits: loops, sleep, recursion, memory, output; the runner stays healthy", () => {
+    const short = { ...limits, cpuMs: 300 };
+    assert.equal(run({ program: "while True: pass", limits: short }).status, "time_limit");
+    assert.equal(run({ program: "import time\ntime.sleep(30)", limits: short }).status, "time_limit");
+    const rec = run({ program: "def f(n): return f(n + 1)\nf(0)" });
+    assert.equal(rec.status, "runtime_error");
+    assert.match(rec.message ?? "", /RecursionError/);
+    const deep = run({ program: "import sys\nsys.setrecursionlimit(10**6)\ndef f(n): return f(n + 1)\nf(0)" });
+    assert.notEqual(deep.status, "ok");
+    assert.equal(run({ program: "x = [0] * 10**9" }).status, "memory_limit");
+    const flood = run({ program: "while True: print('x' * 100)" });
+    assert.equal(flood.status, "output_limit");
+    assert.ok(flood.stdout.length <= limits.outputBytes);
+    assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
+  });
+  test("call: the returned value as plain data", () => {
+    const r = run({ program: "def f(a, b):\n    return [a + b, {'k': (1, None, 2.5, 'é')}, True]", call: { name: "f", args: [1, 2] } });
+    assert.deepEqual([r.completed, r.returned], [true, [3, { k: [1, null, 2.5, "é"] }, true]]);
+    const m = run({
+      program: "class Solution:\n    def twice(self, xs):\n        return [x * 2 for x in xs]",
+      call: { name: "Solution.twice", args: [[1, 2]] },
+    });
+    assert.deepEqual(m.returned, [2, 4]);
+    assert.equal(run({ program: "def f():\n    return {1, 2}", call: { name: "f", args: [] } }).returnedOpaque, true);
+  });
+  test("after: completed only when the tests ran to their end", () => {
+    assert.equal(run({ program: "def f(x): return x * 2", after: "assert f(2) == 4" }).completed, true);
+    const failed = run({ program: "def f(x): return x * 2", after: "assert f(2) == 5" });
+    assert.deepEqual([failed.completed, failed.status], [false, "runtime_error"]);
+  });
+  for (const c of PYTHON_TAMPER) {
+    test(`tamper: ${c.name} does not pass`, () => {
+      const r =
+        c.test === "after"
+          ? run({ program: c.program, after: TAMPER_AFTER })
+          : run({ program: c.program, call: { name: TAMPER_CALL.name, args: [...TAMPER_CALL.args] } });
+      if (c.test === "after") assert.equal(r.completed, false, JSON.stringify(r));
+      else assert.ok(!r.completed || r.returnedOpaque === true || r.returned !== TAMPER_CALL.expected, JSON.stringify(r));
+      // and the next run is clean
+      assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
+    });
+  }
+  for (const c of PYTHON_LEAKS) {
+    test(`no leak: ${c.name}`, () => {
+      const fresh = run({ program: c.probe });
+      run({ program: c.setup });
+      const next = run({ program: c.probe });
+      assert.equal(next.stdout, fresh.stdout);
+      assert.equal(next.status, "ok");
+    });
+  }
+  test("marshal: JSON data round-trips; non-data is opaque", () => {
+    const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
+    const decoded = decodeMarshal(encodeMarshal(value));
+    assert.deepEqual(decoded, { ok: true, value });
+    assert.deepEqual(decodeMarshal(Uint8Array.of(0x3c, 0, 0, 0, 0)), { ok: false });
+  });
+});
+
+describe("JavaScript runner", () => {
+  const runner = new JsRunner();
+  const run = (r: Partial<RunRequest> & { program: string }) => runner.run({ language: "javascript", limits, ...r });
+  after(() => runner.dispose());
+
+  test("stdin patterns to stdout", () => {
+    assert.equal(
+      run({ program: "const [a,b]=require('fs').readFileSync(0,'utf8').trim().split(' ').map(Number); console.log(a+b)", stdin: "2 3" })
+        .stdout,
+      "5\n",
+    );
+    const rl =
+      "const rl=require('readline').createInterface({input:process.stdin}); let s=0; rl.on('line',l=>s+=+l); rl.on('close',()=>console.log(s))";
+    assert.equal(run({ program: rl, stdin: "1\n2\n3\n" }).stdout, "6\n");
+    assert.equal(run({ program: "print(+readline() * 2)", stdin: "21\n" }).stdout, "42\n");
+    assert.equal(
+      run({
+        program: "let d='';process.stdin.on('data',c=>d+=c);process.stdin.on('end',()=>process.stdout.write(d.toUpperCase()))",
+        stdin: "ab",
+      }).stdout,
+      "AB",
+    );
+  });
+  test("statuses and limits", () => {
+    const e = run({ program: "throw new TypeError('bad')" });
+    assert.deepEqual([e.status, e.message], ["runtime_error", "TypeError: bad"]);
+    assert.equal(run({ program: "let x = ;" }).status, "syntax_error");
+    const x = run({ program: "console.log('hi'); process.exit(3); console.log('no')" });
+    assert.deepEqual([x.status, x.exitCode, x.stdout], ["runtime_error", 3, "hi\n"]);
+    assert.equal(run({ program: "while (true) {}", limits: { ...limits, cpuMs: 200 } }).status, "time_limit");
+    assert.equal(
+      run({ program: "const a = []; while (true) a.push(new Array(1e6).fill(1))", limits: { ...limits, memoryMb: 32 } }).status,
+      "memory_limit",
+    );
+    assert.equal(run({ program: "while (true) console.log('xxxxxxxxxx')" }).status, "output_limit");
+    assert.equal(run({ program: "function f(n) { return f(n + 1) }\nf(0)" }).status, "runtime_error");
+    assert.equal(run({ program: "console.log(6 * 7)" }).stdout, "42\n");
+  });
+  test("call and after", () => {
+    assert.deepEqual(run({ program: "function f(a,b){return {s:a+b,l:[a,b]}}", call: { name: "f", args: [1, 2] } }).returned, {
+      s: 3,
+      l: [1, 2],
+    });
+    assert.equal(
+      run({ program: "class Solution { n(a){ return a.length } }", call: { name: "Solution.n", args: [[1, 2, 3]] } }).returned,
+      3,
+    );
+    assert.equal(run({ program: "const f = (x) => x * 2", after: "if (f(2) !== 4) throw new Error('no')" }).completed, true);
+  });
+  for (const c of JS_TAMPER) {
+    test(`tamper: ${c.name} does not pass`, () => {
+      const r =
+        c.test === "after"
+          ? run({ program: c.program, after: JS_TAMPER_AFTER })
+          : run({ program: c.program, call: { name: TAMPER_CALL.name, args: [...TAMPER_CALL.args] } });
+      if (c.test === "after") assert.equal(r.completed, false, JSON.stringify(r));
+      else assert.ok(!r.completed || r.returnedOpaque === true || r.returned !== TAMPER_CALL.expected, JSON.stringify(r));
+    });
+  }
+  for (const c of JS_LEAKS) {
+    test(`no leak: ${c.name}`, () => {
+      const fresh = run({ program: c.probe });
+      run({ program: c.setup });
+      assert.equal(run({ program: c.probe }).stdout, fresh.stdout);
+    });
+  }
+});

@@ -1,0 +1,125 @@
+// Programs that try to pass tests they fail, and programs that try to leave state for the next
+// run (issue 29): the runners' tests (test/code-runner.test.ts) and the code grader's end-to-end
+// tests use them. Every tamper case's function `f` answers wrong (f(2) is 4; the tests expect 5),
+// so a pass can only come from tampering.
+
+export interface TamperCase {
+  name: string;
+  program: string;
+  /** the kind of test it attacks */
+  test: "after" | "call";
+}
+
+/** assert-style test code every tamper case runs against (f(2) == 5 is false for each) */
+export const TAMPER_AFTER = "assert f(2) == 5, 'f(2) must be 5'";
+/** the function-call test: f(2), expected 5 */
+export const TAMPER_CALL = { name: "f", args: [2], expected: 5 } as const;
+
+const F = "def f(x):\n    return x * 2\n";
+
+export const PYTHON_TAMPER: TamperCase[] = [
+  { name: "patches builtins.print", test: "after", program: `${F}import builtins\nbuiltins.print = lambda *a, **k: None\n` },
+  { name: "replaces sys.stdout", test: "after", program: `${F}import sys, io\nsys.stdout = io.StringIO()\n` },
+  { name: "patches sys.exit", test: "after", program: `${F}import sys\nsys.exit = lambda *a: None\n` },
+  {
+    name: "patches builtins.AssertionError",
+    test: "after",
+    program: `${F}import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n`,
+  },
+  {
+    name: "patches AssertionError through sys.modules",
+    test: "after",
+    program: `${F}import sys\nsys.modules['builtins'].AssertionError = KeyboardInterrupt\n`,
+  },
+  { name: "exits with 0 before the tests (sys.exit)", test: "after", program: `${F}import sys\nsys.exit(0)\n` },
+  { name: "raises SystemExit(0) before the tests", test: "after", program: `${F}raise SystemExit(0)\n` },
+  { name: "os._exit(0) before the tests", test: "after", program: `${F}import os\nos._exit(0)\n` },
+  { name: "exits with 0 inside the tested function", test: "after", program: "import sys\ndef f(x):\n    sys.exit(0)\n" },
+  { name: "exits with 0 inside the called function", test: "call", program: "import sys\ndef f(x):\n    sys.exit(0)\n" },
+  {
+    name: "returns an object equal to everything",
+    test: "call",
+    program:
+      "class Any:\n    def __eq__(self, o): return True\n    def __ne__(self, o): return False\n    def __hash__(self): return 0\ndef f(x):\n    return Any()\n",
+  },
+  {
+    name: "returns an int subclass equal to everything",
+    test: "call",
+    program: "class I(int):\n    def __eq__(self, o): return True\ndef f(x):\n    return I(4)\n",
+  },
+  {
+    name: "returns a list whose __class__ lies",
+    test: "call",
+    program: "class L(list):\n    __class__ = int\n    def __eq__(self, o): return True\ndef f(x):\n    return L([4])\n",
+  },
+  {
+    name: "patches the harness found through gc.get_objects",
+    test: "after",
+    program: `${F}import gc\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '').startswith('_gb'):\n        try: o.__code__ = (lambda *a, **k: ('ok', '', 0)).__code__\n        except Exception: pass\n`,
+  },
+  {
+    name: "rewrites its caller's frame (sys._getframe)",
+    test: "after",
+    program: `${F}import sys\nfr = sys._getframe(1)\nwhile fr is not None:\n    try: fr.f_locals.update({'f': lambda x: 5})\n    except Exception: pass\n    fr = fr.f_back\n`,
+  },
+  {
+    name: "patches builtins.exec and compile",
+    test: "after",
+    program: `${F}import builtins\nbuiltins.exec = lambda *a, **k: None\nbuiltins.compile = lambda *a, **k: None\n`,
+  },
+];
+
+/** Each leaks something if state survived a run: `probe` prints what the next run sees (compared with a fresh interpreter's answer). */
+export interface LeakCase {
+  name: string;
+  setup: string;
+  probe: string;
+}
+
+export const PYTHON_LEAKS: LeakCase[] = [
+  { name: "a builtin added", setup: "import builtins\nbuiltins.LEAK = 1", probe: "import builtins\nprint(hasattr(builtins, 'LEAK'))" },
+  { name: "builtins.print patched", setup: "import builtins\nbuiltins.print = lambda *a, **k: None", probe: "print('visible')" },
+  {
+    name: "a module mutated",
+    setup: "import json\njson.dumps = None\njson.X = 1",
+    probe: "import json\nprint(json.dumps is None, hasattr(json, 'X'))",
+  },
+  {
+    name: "a module imported and planted",
+    setup: "import sys, types\nsys.modules['planted'] = types.ModuleType('planted')\nimport statistics",
+    probe: "import sys\nprint('planted' in sys.modules)",
+  },
+  { name: "random seeded", setup: "import random\nrandom.seed(1)", probe: "import random\nprint(random.random())" },
+  {
+    name: "the recursion limit raised",
+    setup: "import sys\nsys.setrecursionlimit(100000)",
+    probe: "import sys\nprint(sys.getrecursionlimit())",
+  },
+  { name: "cwd changed", setup: "import os\nos.chdir('/tmp')", probe: "import os\nprint(os.getcwd())" },
+  { name: "a file written", setup: "open('/tmp/leak.txt', 'w').write('x')", probe: "import os\nprint(os.path.exists('/tmp/leak.txt'))" },
+  { name: "sys.stdout replaced", setup: "import sys, io\nsys.stdout = io.StringIO()", probe: "print('visible')" },
+  { name: "an environment variable set", setup: "import os\nos.environ['LEAK'] = '1'", probe: "import os\nprint(os.environ.get('LEAK'))" },
+];
+
+export const JS_TAMPER: TamperCase[] = [
+  { name: "patches console.log", test: "after", program: "function f(x) { return x * 2 }\nconsole.log = () => {};" },
+  { name: "process.exit(0) before the tests", test: "after", program: "function f(x) { return x * 2 }\nprocess.exit(0);" },
+  { name: "process.exit(0) inside the function", test: "call", program: "function f(x) { process.exit(0) }" },
+  {
+    name: "returns an object equal to anything",
+    test: "call",
+    program: "function f(x) { return { valueOf() { return 5 }, equals() { return true } } }",
+  },
+  {
+    name: "patches Error so the tests cannot throw",
+    test: "after",
+    program: "function f(x) { return x * 2 }\nglobalThis.Error = function () { return {} };",
+  },
+];
+export const JS_TAMPER_AFTER = "if (f(2) !== 5) throw new Error('f(2) must be 5')";
+
+export const JS_LEAKS: LeakCase[] = [
+  { name: "a global set", setup: "globalThis.LEAK = 1", probe: "console.log(typeof LEAK)" },
+  { name: "a prototype patched", setup: "Array.prototype.map = null", probe: "console.log(typeof [].map)" },
+  { name: "console replaced", setup: "console.log = () => {}", probe: "console.log('visible')" },
+];
