@@ -63,9 +63,10 @@ test-postgres: install
 	$(NODE) scripts/test-postgres.ts $(FILES)
 
 # Optional, not part of `make test`: a real GRPOTrainer step (TRL) on a tiny model built here, its
-# rewards from the Python client's blocking and async adapters against a real server, with trl and
-# torch installed into a throwaway venv from the machine's local package index only. Says so and
-# passes when trl cannot be installed (test/support/trainers.sh).
+# rewards from the Python client's blocking and async adapters, and Adaptive's stock reward server
+# and client against a real server, their packages installed into a cached venv from the machine's
+# local package index only. Skips (and says so) a part that cannot be installed
+# (test/support/trainers.sh; GRADEBOX_TRAINERS=adaptive runs one part).
 test-trainers: install
 	test/support/trainers.sh
 

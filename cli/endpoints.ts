@@ -7,7 +7,12 @@ import { type ApiOptions, client, nameValue, printJson, run, wholeNumber, withAp
 
 /** An endpoint's definition, as `get` shows it. */
 export function describeEndpoint(e: EndpointDefinition): string {
-  const batching = e.batch ? `batch ${e.batchSize} per /batch_score call` : "no batching (/score per thread)";
+  const socket = e.transport === "websocket";
+  const batching = socket
+    ? `over a WebSocket at ${e.url.replace(/\/+$/, "")}/ws, ${e.batch ? e.batchSize : 1} score messages per call`
+    : e.batch
+      ? `batch ${e.batchSize} per /batch_score call`
+      : "no batching (/score per thread)";
   const headers = [
     ...Object.entries(e.headersSecret ?? {}).map(([name, secret]) => `\n  header ${name} from secret ${secret}`),
     ...Object.entries(e.headersEnv ?? {}).map(([name, env]) => `\n  header ${name} from ${env}`),
@@ -41,6 +46,10 @@ export function addEndpointCommands(program: Command): void {
         nameValue("Name=GRADEBOX_SECRET_VAR"),
         {} as Record<string, string>,
       )
+      .option(
+        "--transport <transport>",
+        "http (POST /score, /batch_score; the default) or websocket (a score message per thread over one socket at {url}/ws, as Adaptive's RewardClient.connect_websocket)",
+      )
       .option("--timeout-ms <n>", "per attempt, ms (default 30000)", wholeNumber)
       .option("--no-batch", "call /score once per thread instead of /batch_score")
       .option("--batch-size <n>", "threads per /batch_score call (default 64)", wholeNumber)
@@ -55,6 +64,7 @@ export function addEndpointCommands(program: Command): void {
         url: string;
         header: Record<string, string>;
         headerSecret: Record<string, string>;
+        transport?: "http" | "websocket";
         timeoutMs?: number;
         batch: boolean;
         batchSize?: number;
@@ -69,6 +79,7 @@ export function addEndpointCommands(program: Command): void {
           url: opts.url,
           headersSecret: Object.keys(opts.headerSecret).length ? opts.headerSecret : undefined,
           headersEnv: Object.keys(opts.header).length ? opts.header : undefined,
+          transport: opts.transport,
           timeoutMs: opts.timeoutMs,
           batch: opts.batch,
           batchSize: opts.batchSize,

@@ -596,7 +596,7 @@ export interface paths {
         put?: never;
         /**
          * Create a grade token
-         * @description A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL (POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}). It grades with this grader and does nothing else; returned with the token itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
+         * @description A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL (POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}, Adaptive's RewardClient at /v1/reward/{token}). It grades with this grader and does nothing else; returned with the token itself this once (only its SHA-256 is stored). An admin key of the project may call it, or the operator's token (GRADEBOX_ADMIN_TOKEN); a grader key answers 403 FORBIDDEN.
          */
         post: operations["tokens.create"];
         delete?: never;
@@ -971,6 +971,8 @@ export interface components {
                 gymHost: string;
                 /** @description the same resources server under a path, for a reverse proxy or curl */
                 gymPath: string;
+                /** @description the reward-server protocol (Adaptive's RewardClient(url)): …/score, /batch_score, /info, /metadata_schema, /ws */
+                adaptive: string;
                 /** @description verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only */
                 sandboxFusion: string;
             };
@@ -988,7 +990,7 @@ export interface components {
         EndpointSpec: {
             /**
              * Format: uri
-             * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema
+             * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema (transport websocket: {url}/ws)
              */
             url: string;
             /** @description request headers whose values are server environment secrets (GRADEBOX_SECRET_…) the operator granted to this project (GRADEBOX_SECRET_GRANTS) */
@@ -1000,17 +1002,23 @@ export interface components {
                 [key: string]: string;
             };
             /**
+             * @description how threads are scored: http (POST /score, /batch_score) or websocket (one socket at {url}/ws, a score message per thread, answers correlated by id, as Adaptive's RewardClient.connect_websocket). /info and /metadata_schema are read over HTTP either way
+             * @default http
+             * @enum {string}
+             */
+            transport: "http" | "websocket";
+            /**
              * @description milliseconds per attempt
              * @default 30000
              */
             timeoutMs: number;
             /**
-             * @description true: /batch_score for batches; false: /score per thread
+             * @description true: /batch_score for batches; false: /score per thread (websocket: threads per call, batchSize or 1)
              * @default true
              */
             batch: boolean;
             /**
-             * @description threads per /batch_score call
+             * @description threads per /batch_score call (websocket: score messages sent, retried and timed together)
              * @default 64
              */
             batchSize: number;
@@ -2623,7 +2631,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema
+                     * @description the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema (transport websocket: {url}/ws)
                      */
                     url: string;
                     /** @description request headers whose values are server environment secrets (GRADEBOX_SECRET_…) the operator granted to this project (GRADEBOX_SECRET_GRANTS) */
@@ -2635,17 +2643,23 @@ export interface operations {
                         [key: string]: string;
                     };
                     /**
+                     * @description how threads are scored: http (POST /score, /batch_score) or websocket (one socket at {url}/ws, a score message per thread, answers correlated by id, as Adaptive's RewardClient.connect_websocket). /info and /metadata_schema are read over HTTP either way
+                     * @default http
+                     * @enum {string}
+                     */
+                    transport?: "http" | "websocket";
+                    /**
                      * @description milliseconds per attempt
                      * @default 30000
                      */
                     timeoutMs?: number;
                     /**
-                     * @description true: /batch_score for batches; false: /score per thread
+                     * @description true: /batch_score for batches; false: /score per thread (websocket: threads per call, batchSize or 1)
                      * @default true
                      */
                     batch?: boolean;
                     /**
-                     * @description threads per /batch_score call
+                     * @description threads per /batch_score call (websocket: score messages sent, retried and timed together)
                      * @default 64
                      */
                     batchSize?: number;
@@ -3161,7 +3175,7 @@ export interface operations {
     "reward.websocket": {
         parameters: {
             query?: {
-                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer */
+                /** @description chunks: Adaptive's framing (total_num_chunks, then chunks; the default on …/ws); whole: one message per answer */
                 framing?: "chunks" | "whole";
             };
             header?: never;

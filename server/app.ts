@@ -25,6 +25,7 @@ import { keyRoutes } from "./routes/keys.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { openRlhfRoutes } from "./routes/openrlhf.ts";
 import { rewardRoutes } from "./routes/reward.ts";
+import { rewardTokenRoutes } from "./routes/reward-token.ts";
 import { sandboxFusionRoutes } from "./routes/sandbox-fusion.ts";
 import { secretRoutes } from "./routes/secrets.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
@@ -88,6 +89,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   app.decorateRequest("tokenGrant", undefined);
   await app.register(openRlhfRoutes, services);
   await app.register(gymRoutes, services);
+  await app.register(rewardTokenRoutes, services);
   await app.register(sandboxFusionRoutes, services);
   return app;
 }

@@ -144,6 +144,7 @@ const judge = (key: string, spec: object) => grader(key, "judge", JSON.stringify
 const ENDPOINT = {
   url: "https://rewards.example.com",
   headersSecret: { Authorization: "rm-token" },
+  transport: "http",
   timeoutMs: 30_000,
   batch: true,
   batchSize: 64,
@@ -331,6 +332,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
           openrlhf: `https://gradebox.example.com/rm/${TOKEN}`,
           gymHost: `${TOKEN}.gym.gradebox.example.com`,
           gymPath: `https://gradebox.example.com/gym/${TOKEN}`,
+          adaptive: `https://gradebox.example.com/v1/reward/${TOKEN}`,
           sandboxFusion: `https://gradebox.example.com/sf/${TOKEN}/run_code`,
         },
       },

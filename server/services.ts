@@ -76,6 +76,8 @@ export function buildServices({
     gate: outbound,
     // an endpoint whose metadata schema check goes over budget is at fault, as a grader that kills its worker
     onFault: (graderId, reason) => onFault(graderId, reason),
+    // an endpoint's WebSocket connects where the dispatcher's connections may
+    egress,
   });
   const grading = new Grading(store, pool, metrics, judges, endpoints);
   // validations that take their worker down count per project (a rate limit after a few)
@@ -131,6 +133,7 @@ export function buildServices({
       pool.off("validationFault", onValidationFault);
       pool.off("workerExit", onWorkerExit);
       pool.off("workersStopped", onWorkersStopped);
+      endpoints.close();
       await Promise.all([dispatcher.close(), endpointDispatcher.close()]);
     },
   };

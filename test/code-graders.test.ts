@@ -1,12 +1,14 @@
 // Code-execution graders end to end, on a real server on a real port: created over HTTP and the
 // SDK, shown and listed; the SandboxFusion-compatible route driven by requests built exactly as
-// verl builds them, its refusals loud in /metrics. The cases that run programs need the sandbox's
-// runners (sandbox/code/python-runner.ts, js-runner.ts); until the worker grades code graders,
-// they skip with that reason (probed once, not assumed).
+// verl builds them, its refusals loud in /metrics; programs in the three test formats, Python and
+// JavaScript, graded by the sandbox's runners with their verdicts; the runners' tamper cases
+// (test/support/code-tamper.ts) and our own never pass; one project's hostile programs do not
+// stop another's grading.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
+import { JS_TAMPER, JS_TAMPER_AFTER, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL, type TamperCase } from "./support/code-tamper.ts";
 import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 import { type Attempt, verlCallSandboxApi } from "./support/trainers.ts";
 
@@ -62,7 +64,8 @@ before(async () => {
   await create("other", { key: "py" });
   const probe = await gradeBatch("code", "py", [thread("print(1)", { inputs: [""], outputs: ["1"] })]);
   const first = probe[0];
-  if (first.outcome !== "scored") notWired = `the worker does not run code graders yet: ${first.error?.message ?? first.outcome}`;
+  // only a worker without the runners skips them: any other failure of the probe fails the cases below
+  if (first.outcome === "error" && /not wired/.test(first.error?.message ?? "")) notWired = `the worker does not run code graders yet`;
 });
 after(() => s?.close());
 
@@ -298,9 +301,9 @@ describe("grading programs (needs the runners)", () => {
     ]);
     assert.deepEqual(
       results.map((r) => r.score),
-      [1, 1 / 3, 1, 1],
+      [1, 2 / 3, 1, 1],
     );
-    assert.deepEqual(verdicts(results[1]), ["wrong_answer", "wrong_answer", "accepted"]);
+    assert.deepEqual(verdicts(results[1]), ["accepted", "wrong_answer", "accepted"]);
   });
 
   test("JavaScript in the three formats", async (t) => {
@@ -346,6 +349,26 @@ describe("grading programs (needs the runners)", () => {
       assert.equal(r.outcome, "scored", `case ${i}: ${JSON.stringify(r)}`);
       assert.equal(r.score, 0, `case ${i} passed: ${JSON.stringify(r.metadata?.results)}`);
     }
+  });
+
+  test("every tamper case of the runners' tests fails through the grader, in both test kinds it attacks", async (t) => {
+    if (notWired) return t.skip(notWired);
+    const call = { input_output: { fn_name: TAMPER_CALL.name, inputs: [TAMPER_CALL.args], outputs: [TAMPER_CALL.expected] } };
+    const rowOf = (c: TamperCase, after: string) => (c.test === "call" ? call : { test_list: [after] });
+    const cases = [
+      ...PYTHON_TAMPER.map((c) => ({ c, t: thread(fence("python", c.program), rowOf(c, TAMPER_AFTER)) })),
+      ...JS_TAMPER.map((c) => ({ c, t: thread(fence("js", c.program), rowOf(c, JS_TAMPER_AFTER)) })),
+    ];
+    const results = await gradeBatch(
+      "code",
+      "both",
+      cases.map((x) => x.t),
+    );
+    for (const [i, r] of results.entries()) {
+      assert.equal(r.outcome, "scored", `${cases[i].c.name}: ${JSON.stringify(r)}`);
+      assert.equal(r.score, 0, `${cases[i].c.name} passed: ${JSON.stringify(r.metadata?.results)}`);
+    }
+    assert.equal(results.length, PYTHON_TAMPER.length + JS_TAMPER.length);
   });
 
   test("a hostile program in one project does not stop another project's grading", async (t) => {

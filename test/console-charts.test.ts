@@ -24,9 +24,9 @@ type OnPage = {
     outcomeList(summary: unknown): HTMLElement;
   };
   abstainedRow(i: number, abstained: { code: string; reason: string }): HTMLTableRowElement;
-  localSummary(
+  summarize(
     results: unknown[],
-    bins?: number,
+    options?: { bins?: number },
   ): { histogram: { edges: number[]; counts: number[] } | null; outcomes: Record<string, number> };
 };
 
@@ -173,7 +173,8 @@ test("a test run draws the histogram of its scores (each bar the count of the sc
   }
   await page.setViewportSize({ width: 1440, height: 900 });
 
-  // another run replaces the chart; a run of the unsaved source (validate: no server summary) is charted in the page
+  // another run replaces the chart; a run of the unsaved source (validate: no server summary) is
+  // charted in the page by the server's rule: ten bins from 0.1 to 0.95, as a server summary would be
   await page.click("#new-grader");
   await page.fill("#create-source", "async (t) => Number(t.metadata.s ?? 0)");
   await page.check("input[name='target'][value='source']");
@@ -183,7 +184,7 @@ test("a test run draws the histogram of its scores (each bar the count of the sc
   await page.waitForSelector("#test-summary li[data-outcome='scored'][data-count='3']");
   assert.deepEqual(
     (await bars()).map((b) => b.count),
-    [0, 1, 0, 0, 0, 0, 0, 0, 0, 2],
+    [1, 0, 0, 0, 0, 0, 0, 0, 0, 2],
   );
 });
 
@@ -319,7 +320,7 @@ test("the charts module alone, on a report with abstentions and scores outside 0
     stdin: {
       contents:
         "import * as charts from './console/charts.ts'; import { abstainedRow } from './console/panels/results.ts'; " +
-        "import { localSummary } from './console/local-summary.ts'; Object.assign(globalThis, { charts, abstainedRow, localSummary });",
+        "import { summarize } from './sdk/summary.ts'; Object.assign(globalThis, { charts, abstainedRow, summarize });",
       resolveDir: repoRoot,
       loader: "ts",
     },
@@ -386,19 +387,20 @@ test("the charts module alone, on a report with abstentions and scores outside 0
       row: ["abstained", "DEADLINE_EXCEEDED", "1–abstained DEADLINE_EXCEEDED: the batch's deadline came first"],
     });
 
-    // the page's own summary (until sdk/summary.ts): ten bins over 0..1, a score on an edge in the
-    // bin it starts, 1 in the last; a score outside 0..1 widens the range to hold it
+    // a run the server sent no summary for is summarised in the page by the server's own rule
+    // (sdk/summary.ts): ten bins from the lowest score to the highest, a score on an edge in the
+    // bin it starts, the highest in the last
     const local = await lone.evaluate(() => {
       const w = globalThis as unknown as OnPage;
       const results = [0, 0.3, 0.7, 0.1, 0.2, 1, 0.9999].map((score) => ({ outcome: "scored", score }));
       results.push({ outcome: "error", error: { code: "GRADER_ERROR", message: "x" } } as never);
       return {
-        unit: w.localSummary(results),
-        wide: w.localSummary(
+        unit: w.summarize(results),
+        wide: w.summarize(
           [-1, 3].map((score) => ({ outcome: "scored", score })),
-          4,
+          { bins: 4 },
         ),
-        none: w.localSummary([]),
+        none: w.summarize([]),
       };
     });
     assert.deepEqual(local.unit.histogram?.counts, [1, 1, 1, 1, 0, 0, 0, 1, 0, 2]);

@@ -70,9 +70,13 @@ function renderEndpoint(e: EndpointDefinition): void {
   const rows: Array<[string, string | HTMLElement]> = [
     ["url", e.url],
     ["info", `${e.info.name} ${e.info.version}${e.info.description ? ` — ${e.info.description}` : ""}`],
-    ["batch", e.batch ? `${e.batchSize} threads per /batch_score call` : "off: /score per thread"],
+    [
+      "batch",
+      e.batch ? `${e.batchSize} threads per ${e.transport === "websocket" ? "call" : "/batch_score call"}` : "off: /score per thread",
+    ],
     ["max concurrency", String(e.maxConcurrency)],
     ["timeout", `${e.timeoutMs} ms`],
+    ["transport", e.transport === "websocket" ? `WebSocket at ${e.url.replace(/\/+$/, "")}/ws, a score message per thread` : "HTTP"],
   ];
   const headers = [
     ...Object.entries(e.headersSecret ?? {}).map(([name, secret]) => `${name} from secret ${secret}`),

@@ -2,12 +2,12 @@
 // it) or with the unsaved source in the editor, and show a judge's prompt for the first thread.
 
 import type { GradeBatchResponse, Gradebox, GradeResult } from "../../sdk/index.ts";
+import { summarize } from "../../sdk/summary.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { BatchSummary } from "../../sdk/wire.ts";
 import { drawInto, type HistogramSummary, histogramChart, outcomeList } from "../charts.ts";
 import { $, el, row, val } from "../dom.ts";
 import { fail, inBox, position, status } from "../feedback.ts";
-import { localSummary } from "../local-summary.ts";
 import { parseThreads } from "../parse.ts";
 import { state } from "../state.ts";
 import { editorLanguage } from "./editor.ts";
@@ -106,7 +106,7 @@ async function runTest(): Promise<void> {
         return [tr, sourceRow(source, r.error.line, r.error.column ?? 1)];
       }),
     );
-    showSummary(summary ?? localSummary(results));
+    showSummary(summary ?? summarize(results));
     const skipped = items.length - threads.length;
     status(
       `graded ${results.length} thread${results.length === 1 ? "" : "s"}${skipped ? `; ${skipped} line${skipped === 1 ? " is" : "s are"} not a thread (marked)` : ""}`,

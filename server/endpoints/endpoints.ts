@@ -3,12 +3,15 @@
 // thread's metadata against the schema (INVALID_METADATA, no call), then calls /batch_score in
 // chunks or /score per thread, in the endpoint's slots, with the Upstream's deadlines, retries
 // and breaker. Replies are read as strictly as an isolate's: the protocol's shape and nothing
-// else, one response per request in order, finite rewards, bounded sizes.
+// else, one response per request in order, finite rewards, bounded sizes. An endpoint registered
+// with transport "websocket" gets the same chunks, slots, deadlines, retries and breaker, each
+// chunk sent as score messages over its socket (socket.ts).
 
 import { type Dispatcher, fetch as undiciFetch } from "undici";
 import { MAX_RESULT } from "../../sandbox/protocol/replies.ts";
 import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
+import { type EgressPolicy, egressPolicy } from "../egress.ts";
 import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
@@ -29,6 +32,7 @@ import { compileMetadataSchema, MAX_SCHEMA_BYTES, type MetadataCheck, SchemaRefu
 import { SchemaBudgetExceeded, SchemaMeter } from "./metered-schema.ts";
 import { BatchScoreResponse, Info, type ScoreRequest, ScoreResponse } from "./protocol.ts";
 import { readReply } from "./reply.ts";
+import { EndpointSocket } from "./socket.ts";
 import type { EndpointCreate, EndpointSpec } from "./spec.ts";
 
 /** A reply body of an endpoint, at most (the dispatcher stops there; a reply's own cap is lower: replyBytes). */
@@ -49,6 +53,18 @@ const SCHEMA_BYTES = 8 * MAX_SCHEMA_BYTES;
 const MAX_HANDLES = 1000;
 /** An endpoint's answer nests at most this deep: its metadata as a thread's may, plus the envelope. */
 const MAX_ANSWER_DEPTH = MAX_METADATA_DEPTH + 4;
+/**
+ * A WebSocket's bounds: an answer to one request as /score's, a message thrice that (a chunk of
+ * it, JSON-escaped once more: a character of 4 UTF-8 bytes becomes 12), the answers in progress
+ * on one socket together as a whole reply's cap.
+ */
+const SOCKET_LIMITS = {
+  replyBytes: replyBytes(1),
+  frameBytes: 3 * replyBytes(1) + 1024,
+  bufferedBytes: MAX_ENDPOINT_RESPONSE_BYTES,
+  maxDepth: MAX_ANSWER_DEPTH,
+};
+const CODES = { unavailable: "ENDPOINT_UNAVAILABLE", invalid: "ENDPOINT_INVALID_RESPONSE" } as const;
 
 export interface EndpointTarget {
   id: string;
@@ -60,6 +76,8 @@ export interface EndpointTarget {
 interface Handle {
   upstream: Upstream;
   check?: MetadataCheck;
+  /** transport "websocket": the endpoint's socket in this process */
+  socket?: EndpointSocket;
 }
 
 export class Endpoints {
@@ -78,8 +96,14 @@ export class Endpoints {
       gate?: OutboundGate;
       /** a grader's fault (its metadata schema check went over budget), counted towards its quarantine */
       onFault?: (graderId: string, reason: string) => void;
+      /** where a WebSocket may connect: the policy the dispatcher's connections follow (default: public addresses only) */
+      egress?: EgressPolicy;
     } = {},
-  ) {}
+  ) {
+    this.egress = options.egress ?? egressPolicy();
+  }
+
+  private readonly egress: EgressPolicy;
 
   /** Reads {url}/info and {url}/metadata_schema; refuses the endpoint with check "endpoint" when either is wrong. */
   async probe(project: string, create: EndpointCreate): Promise<EndpointSpec> {
@@ -117,7 +141,14 @@ export class Endpoints {
   }
 
   forget(id: string): void {
+    this.handles.get(id)?.socket?.close();
     this.handles.delete(id);
+  }
+
+  /** Closes the endpoints' sockets (the server is closing). */
+  close(): void {
+    for (const handle of this.handles.values()) handle.socket?.close();
+    this.handles.clear();
   }
 
   private handle(target: EndpointTarget): Handle {
@@ -131,9 +162,11 @@ export class Endpoints {
           gate: this.options.gate?.for(target.project),
         }),
         ...(spec.metadataSchema === undefined ? {} : { check: compileMetadataSchema(spec.metadataSchema) }),
+        ...(spec.transport === "websocket" ? { socket: new EndpointSocket(spec.url, this.egress, SOCKET_LIMITS, spec.timeoutMs) } : {}),
       };
       // bounded as the judges' templates are: another node's delete is never heard here, and a
-      // dropped handle is rebuilt on the next call (with a fresh breaker)
+      // dropped handle is rebuilt on the next call (with a fresh breaker and socket; the dropped
+      // one's socket serves what is in flight on it, then closes idle)
       if (this.handles.size >= MAX_HANDLES) this.handles.delete(this.handles.keys().next().value as string);
       this.handles.set(target.id, handle);
     }
@@ -142,15 +175,23 @@ export class Endpoints {
 
   async grade(target: EndpointTarget, threads: readonly WireThread[], { deadline }: OutboundOptions = {}): Promise<GradeOutcome[]> {
     const { spec } = target;
-    const { upstream, check } = this.handle(target);
+    const { upstream, check, socket } = this.handle(target);
     const label = `${target.project}/${target.key}`;
     const outcomes: GradeOutcome[] = new Array(threads.length);
     const pending = check ? await this.checkMetadata(target, check, threads, outcomes) : threads.map((_, i) => i);
+    const size = spec.batch ? spec.batchSize : 1;
+    if (socket) {
+      const calls: Array<Promise<void>> = [];
+      for (let k = 0; k < pending.length; k += size) {
+        calls.push(this.overSocket(target, upstream, socket, threads, pending.slice(k, k + size), outcomes, deadline));
+      }
+      await Promise.all(calls);
+      return outcomes;
+    }
     // the thread's index in the batch as the id: an integer, as Adaptive's protocol declares ids
     const request = (i: number): ScoreRequest => ({ turns: threads[i].turns, metadata: threads[i].metadata ?? {}, id: i });
     // one call per chunk (/batch_score) or per thread (/score); a call's failure is its items' error
     const calls: number[][] = [];
-    const size = spec.batch ? spec.batchSize : 1;
     for (let k = 0; k < pending.length; k += size) calls.push(pending.slice(k, k + size));
     await Promise.all(
       calls.map(async (items) => {
@@ -174,12 +215,75 @@ export class Endpoints {
             return;
           }
           this.metrics.endpointCall(label, outcomeLabel(error), (performance.now() - started) / 1000);
-          const item = itemErrorOf(error, { unavailable: "ENDPOINT_UNAVAILABLE", invalid: "ENDPOINT_INVALID_RESPONSE" });
+          const item = itemErrorOf(error, CODES);
           for (const i of items) outcomes[i] = { error: item };
         }
       }),
     );
     return outcomes;
+  }
+
+  /**
+   * One chunk over the endpoint's socket: a score message per thread, in one of its slots, as one
+   * Upstream call. A thread answered keeps its answer; one whose answer was wrong (or a final
+   * refusal) keeps its error; the rest, when their socket closed or their answer did not come in
+   * time, are sent again on the next attempt, and what the last attempt left is their error.
+   */
+  private async overSocket(
+    target: EndpointTarget,
+    upstream: Upstream,
+    socket: EndpointSocket,
+    threads: readonly WireThread[],
+    items: number[],
+    outcomes: GradeOutcome[],
+    deadline: AbortSignal | undefined,
+  ): Promise<void> {
+    const label = `${target.project}/${target.key}`;
+    const started = performance.now();
+    const settled = new Map<number, GradeOutcome>();
+    let firstError: unknown;
+    try {
+      await upstream.withSlot(
+        () =>
+          upstream.call(async (signal) => {
+            const headers = await this.headersFor(target.project, target.spec);
+            const missing = items.filter((i) => !settled.has(i));
+            const answers = await Promise.allSettled(
+              missing.map((i) => socket.score({ turns: threads[i].turns, metadata: threads[i].metadata ?? {} }, headers, signal)),
+            );
+            let again: unknown;
+            for (const [k, answer] of answers.entries()) {
+              const i = missing[k];
+              let error: unknown;
+              if (answer.status === "fulfilled") {
+                try {
+                  settled.set(i, outcomeOf(answer.value));
+                  continue;
+                } catch (e) {
+                  error = e;
+                }
+              } else error = answer.reason;
+              if (error instanceof UpstreamError && !error.options.retryable) {
+                firstError ??= error;
+                settled.set(i, { error: itemErrorOf(error, CODES) });
+              } else again ??= error;
+            }
+            if (again) throw again;
+          }, deadline),
+        deadline,
+      );
+      this.metrics.endpointCall(label, firstError ? outcomeLabel(firstError) : "ok", (performance.now() - started) / 1000);
+    } catch (error) {
+      if (error instanceof DeadlineError) {
+        for (const i of items) outcomes[i] = settled.get(i) ?? deadlineAbstention();
+        return;
+      }
+      this.metrics.endpointCall(label, outcomeLabel(error), (performance.now() - started) / 1000);
+      const item = itemErrorOf(error, CODES);
+      for (const i of items) outcomes[i] = settled.get(i) ?? { error: item };
+      return;
+    }
+    for (const i of items) outcomes[i] = settled.get(i) as GradeOutcome;
   }
 
   /** A call's secret headers; a secret that cannot be sent fails the call as an outage (not retried). */
@@ -355,6 +459,11 @@ function scored(response: ScoreResponse, id: number): GradeOutcome {
   if (response.id !== undefined && response.id !== null && response.id !== id && response.id !== String(id)) {
     throw invalid(`responses must come in the order of the requests: id ${JSON.stringify(response.id)} where ${id} was expected`);
   }
+  return outcomeOf(response);
+}
+
+/** A response whose id is known to be its request's: finite reward, bounded metadata. */
+function outcomeOf(response: ScoreResponse): GradeOutcome {
   const metadata = response.metadata ?? {};
   const size = JSON.stringify(metadata).length;
   // one response's metadata as JSON: at most what an isolate's result may be

@@ -14,7 +14,9 @@ export const EndpointCreate = z
       .max(2048)
       .url("url must be an absolute URL, e.g. https://rewards.example.com")
       .refine((u) => /^https?:\/\//i.test(u), "url must be http:// or https://")
-      .describe("the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema"),
+      .describe(
+        "the reward server's root: Gradebox calls {url}/score, /batch_score, /info, /metadata_schema (transport websocket: {url}/ws)",
+      ),
     headersEnv: z
       .record(z.string().regex(HEADER, "a header name (not one the transport sets: host, content-length, …)"), SecretEnvName)
       .refine((h) => Object.keys(h).length <= 16, "at most 16 headers")
@@ -29,9 +31,25 @@ export const EndpointCreate = z
       .describe(
         "request headers whose values are the project's secrets (PUT /v1/projects/{project}/secrets/{name}), bound to this URL's host",
       ),
+    transport: z
+      .enum(["http", "websocket"])
+      .default("http")
+      .describe(
+        "how threads are scored: http (POST /score, /batch_score) or websocket (one socket at {url}/ws, a score message per thread, " +
+          "answers correlated by id, as Adaptive's RewardClient.connect_websocket). /info and /metadata_schema are read over HTTP either way",
+      ),
     timeoutMs: z.number().int().min(100).max(600_000).default(30_000).describe("milliseconds per attempt"),
-    batch: z.boolean().default(true).describe("true: /batch_score for batches; false: /score per thread"),
-    batchSize: z.number().int().min(1).max(1000).default(64).describe("threads per /batch_score call"),
+    batch: z
+      .boolean()
+      .default(true)
+      .describe("true: /batch_score for batches; false: /score per thread (websocket: threads per call, batchSize or 1)"),
+    batchSize: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(64)
+      .describe("threads per /batch_score call (websocket: score messages sent, retried and timed together)"),
     maxConcurrency: z.number().int().min(1).max(256).default(8).describe("calls in flight to the endpoint at once"),
   })
   .describe("a reward server and how to call it");

@@ -2,9 +2,10 @@
 // without our SDK: …/graders/{key}/reward/score, /batch_score, /info, /metadata_schema. Same
 // auth as the rest of /v1. The protocol has no per-item error: a batch with an item that fails
 // is answered with that item's error (422/502 with its code and `index`), as /score would be.
-// GET …/reward/ws is the same protocol over a WebSocket (reward-socket.ts).
+// GET …/reward/ws is the same protocol over a WebSocket (reward-socket.ts). The handlers are
+// rewardProtocol's, shared with the grade-token address of the same protocol (reward-token.ts).
 
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
@@ -43,9 +44,8 @@ const RewardInfo = z
   .describe("what the reward server is")
   .meta({ id: "RewardInfo" });
 
-export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
-  const { config, store, grading } = opts;
-  const app = fastify.withTypeProvider<ZodTypeProvider>();
+/** The protocol's request schemas and handlers, by project and grader: what every address of the protocol serves. */
+export function rewardProtocol({ config, store, grading }: { config: Config; store: Store; grading: Grading }) {
   const Turn = RewardTurn.extend({
     content: z
       .string()
@@ -70,14 +70,23 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       })
       .describe("one reward-server protocol request: a conversation to score (no other fields)"),
   );
-  const base = "/v1/projects/:project/graders/:graderKey/reward";
+  const BatchRequest = z
+    .strictObject({
+      requests: z
+        .array(Request)
+        .min(1)
+        .max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`)
+        .describe("the requests, in order"),
+    })
+    .describe("a batch of reward-server protocol requests");
+  type Request = z.infer<typeof Request>;
 
-  async function grade(project: string, key: string, requests: Array<z.infer<typeof Request>>, route: "grade" | "grade-batch") {
+  async function grade(project: string, key: string, requests: Request[], route: "grade" | "grade-batch") {
     const threads: WireThread[] = requests.map((r) => ({ turns: r.turns, metadata: r.metadata ?? {} }));
     return grading.gradeByKey(project, key, threads, { route });
   }
   /** the protocol's answer has no room of its own for provenance: it travels in each reward's metadata, under `gradebox` */
-  const answer = (outcome: GradeOutcome, request: z.infer<typeof Request>, provenance: Provenance, index?: number) => {
+  const answer = (outcome: GradeOutcome, request: Request, provenance: Provenance, index?: number) => {
     if ("error" in outcome) {
       const { code, message, line, column } = outcome.error;
       const where = index === undefined ? "" : `request ${index}: `;
@@ -100,7 +109,68 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
       ...(request.id === undefined ? {} : { id: request.id }),
     };
   };
+  const score = async (project: string, key: string, request: Request) => {
+    const { outcomes, provenance } = await grade(project, key, [request], "grade");
+    return answer(outcomes[0], request, provenance);
+  };
+  const batchScore = async (project: string, key: string, { requests }: z.infer<typeof BatchRequest>) => {
+    const { outcomes, provenance } = await grade(project, key, requests, "grade-batch");
+    return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
+  };
 
+  return {
+    Request,
+    BatchRequest,
+    score,
+    batchScore,
+    async info(project: string, key: string) {
+      const row = await store.mustGet(project, key);
+      return { version: String(row.version), name: row.key, description: row.description };
+    },
+    async metadataSchema(project: string, key: string) {
+      const row = await store.mustGet(project, key);
+      const schema = row.kind === "endpoint" ? row.endpoint?.metadataSchema : undefined;
+      return schema && typeof schema === "object" ? (schema as Record<string, unknown>) : { type: "object" };
+    },
+    /** Takes the request's WebSocket over and serves the grader on it; `path` names the route in the refusal of a plain GET. */
+    async socket(
+      fastify: FastifyInstance,
+      req: FastifyRequest,
+      reply: FastifyReply,
+      { project, key, framing, path }: { project: string; key: string; framing: Framing; path: string },
+    ) {
+      if (!wantsUpgrade(req)) {
+        throw new AppError("INVALID_REQUEST", `${path} is a WebSocket: connect with Upgrade: websocket (ws:// or wss://)`);
+      }
+      // an unknown grader is refused over HTTP, before the upgrade
+      await store.mustGet(project, key);
+      const ws = await upgradeRequest(fastify, req, reply);
+      serveRewardSocket(ws, framing, {
+        score: Request,
+        batch: BatchRequest,
+        onScore: (request) => score(project, key, request),
+        onBatch: (request) => batchScore(project, key, request),
+      });
+    },
+  };
+}
+
+/** The route schemas' shared parts, for both addresses of the protocol. */
+export const REWARD_SCHEMAS = { RewardOut, RewardBatchResponse, RewardInfo };
+export const FramingQuery = z
+  .object({
+    framing: z
+      .enum(["chunks", "whole"])
+      .optional()
+      .describe("chunks: Adaptive's framing (total_num_chunks, then chunks; the default on …/ws); whole: one message per answer"),
+  })
+  .describe("how answers are framed");
+
+export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const protocol = rewardProtocol(opts);
+  const { Request, BatchRequest } = protocol;
+  const base = "/v1/projects/:project/graders/:graderKey/reward";
   app.get(
     `${base}/info`,
     {
@@ -116,10 +186,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         },
       },
     },
-    async (req) => {
-      const row = await store.mustGet(req.params.project, req.params.graderKey);
-      return { version: String(row.version), name: row.key, description: row.description };
-    },
+    async (req) => protocol.info(req.params.project, req.params.graderKey),
   );
 
   app.get(
@@ -138,11 +205,7 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         },
       },
     },
-    async (req) => {
-      const row = await store.mustGet(req.params.project, req.params.graderKey);
-      const schema = row.kind === "endpoint" ? row.endpoint?.metadataSchema : undefined;
-      return schema && typeof schema === "object" ? (schema as Record<string, unknown>) : { type: "object" };
-    },
+    async (req) => protocol.metadataSchema(req.params.project, req.params.graderKey),
   );
 
   app.post(
@@ -163,26 +226,8 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         },
       },
     },
-    async (req) => score(req.params.project, req.params.graderKey, req.body),
+    async (req) => protocol.score(req.params.project, req.params.graderKey, req.body),
   );
-
-  const BatchRequest = z
-    .strictObject({
-      requests: z
-        .array(Request)
-        .min(1)
-        .max(config.maxBatch, `a batch holds at most ${config.maxBatch} requests (GRADEBOX_MAX_BATCH)`)
-        .describe("the requests, in order"),
-    })
-    .describe("a batch of reward-server protocol requests");
-  const score = async (project: string, key: string, request: z.infer<typeof Request>) => {
-    const { outcomes, provenance } = await grade(project, key, [request], "grade");
-    return answer(outcomes[0], request, provenance);
-  };
-  const batchScore = async (project: string, key: string, { requests }: z.infer<typeof BatchRequest>) => {
-    const { outcomes, provenance } = await grade(project, key, requests, "grade-batch");
-    return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
-  };
 
   app.get(
     `${base}/ws`,
@@ -200,34 +245,14 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
           "64 requests of a socket are graded at once (it is not read past them); a message over the body limit closes it " +
           "(1009), a binary one (1003), 16 invalid ones (1008). Without an upgrade: 400 INVALID_REQUEST.",
         params: GraderParams,
-        querystring: z
-          .object({
-            framing: z
-              .enum(["chunks", "whole"])
-              .default("chunks")
-              .describe("chunks: Adaptive's framing (total_num_chunks, then chunks); whole: one message per answer"),
-          })
-          .describe("how answers are framed"),
+        querystring: FramingQuery,
         response: errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "INVALID_REQUEST"),
       },
     },
     async (req, reply) => {
       const { project, graderKey } = req.params;
-      if (!wantsUpgrade(req)) {
-        throw new AppError(
-          "INVALID_REQUEST",
-          `${base.replace(":project", project).replace(":graderKey", graderKey)}/ws is a WebSocket: connect with Upgrade: websocket (ws:// or wss://)`,
-        );
-      }
-      // an unknown grader is refused over HTTP, before the upgrade
-      await store.mustGet(project, graderKey);
-      const ws = await upgradeRequest(fastify, req, reply);
-      serveRewardSocket(ws, req.query.framing as Framing, {
-        score: Request,
-        batch: BatchRequest,
-        onScore: (request) => score(project, graderKey, request),
-        onBatch: (request) => batchScore(project, graderKey, request),
-      });
+      const path = `${base.replace(":project", project).replace(":graderKey", graderKey)}/ws`;
+      await protocol.socket(fastify, req, reply, { project, key: graderKey, framing: req.query.framing ?? "chunks", path });
     },
   );
 
@@ -249,6 +274,6 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
         },
       },
     },
-    async (req) => batchScore(req.params.project, req.params.graderKey, req.body),
+    async (req) => protocol.batchScore(req.params.project, req.params.graderKey, req.body),
   );
 }

@@ -1,5 +1,5 @@
 // /v1/projects/:project/graders/:graderKey/tokens — grade tokens: grade-only credentials for
-// trainers that cannot send an Authorization header (OpenRLHF, NeMo Gym), so the credential sits
+// trainers that cannot send an Authorization header (OpenRLHF, NeMo Gym, Adaptive's RewardClient), so the credential sits
 // in the URL. One token grades with one grader and does nothing else; it is shown once, stored
 // as SHA-256, and revocable. Managed as API keys are: an admin key of the project, or the
 // operator's token.
@@ -37,6 +37,9 @@ const CreatedGradeToken = GradeToken.extend({
       openrlhf: z.string().describe("OpenRLHF's --reward.remote_url (formerly --remote_rm_url)"),
       gymHost: z.string().describe("NeMo Gym's resources-server host, for host-based routing (the port is the server's)"),
       gymPath: z.string().describe("the same resources server under a path, for a reverse proxy or curl"),
+      adaptive: z
+        .string()
+        .describe("the reward-server protocol (Adaptive's RewardClient(url)): …/score, /batch_score, /info, /metadata_schema, /ws"),
       sandboxFusion: z.string().describe("verl's sandbox_fusion url (SandboxFusion's run_code): works with a code grader's token only"),
     })
     .describe("where trainers reach the grader with this token, as this server was addressed"),
@@ -76,6 +79,7 @@ export function tokenUrls(req: FastifyRequest, token: string) {
     openrlhf: `${base}/rm/${token}`,
     gymHost: `${token}.gym.${hostname}`,
     gymPath: `${base}/gym/${token}`,
+    adaptive: `${base}/v1/reward/${token}`,
     sandboxFusion: `${base}/sf/${token}/run_code`,
   };
 }
@@ -95,7 +99,8 @@ export async function tokenRoutes(fastify: FastifyInstance, { store }: { store: 
         summary: "Create a grade token",
         description:
           "A grade-only token for the grader, for trainers that send no Authorization header: it sits in the URL " +
-          "(POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}). It grades with this grader and " +
+          "(POST /rm/{token} for OpenRLHF, the NeMo Gym resources server at {token}.gym.{host}, Adaptive's RewardClient at " +
+          "/v1/reward/{token}). It grades with this grader and " +
           `does nothing else; returned with the token itself this once (only its SHA-256 is stored). ${WHO}`,
         params: GraderParams,
         body: CreateGradeToken,

@@ -132,7 +132,8 @@ function fromRaw(r: Raw): GraderRow {
 function configOf(kind: string, config: string | null, modelId: string | null): Pick<GraderRow, "judge" | "modelId" | "endpoint" | "code"> {
   if (!config) return {};
   if (kind === "judge") return { judge: JSON.parse(config) as JudgeSpec, modelId: modelId ?? undefined };
-  if (kind === "endpoint") return { endpoint: JSON.parse(config) as EndpointSpec };
+  // stored before `transport` existed: those were all called over HTTP
+  if (kind === "endpoint") return { endpoint: { transport: "http", ...(JSON.parse(config) as Partial<EndpointSpec>) } as EndpointSpec };
   if (kind === "code") return { code: JSON.parse(config) as CodeSpec };
   return {};
 }

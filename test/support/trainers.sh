@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# `make test-trainers` (optional, not part of `make test`): a real GRPOTrainer step (TRL) whose
-# rewards come from Gradebox's Python adapters, against a real server started here
-# (test/support/serve.ts), in a fresh venv with trl and torch installed from the package index
+# `make test-trainers` (optional, not part of `make test`), against a real server started here
+# (test/support/serve.ts), in a venv with the trainers' packages installed from the package index
 # pip is configured with on this machine ONLY (pip would otherwise fall back to the public index,
-# unreachable here, and retry for minutes). When no local index is configured or trl does not
-# install from it, it says so and exits 0: the test is optional.
+# unreachable here, and retry for minutes):
+# - trl: a real GRPOTrainer step whose rewards come from Gradebox's Python adapters (trl, torch);
+# - adaptive: Adaptive's reward server as an endpoint grader and its RewardClient at a grade
+#   token's URL, over HTTP and WebSocket (fastapi, uvicorn, websockets, httpx, pydantic, …).
+# GRADEBOX_TRAINERS picks some ("adaptive"); default both. A part whose packages do not install
+# says so and is skipped; with no local index at all, everything is: the test is optional.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -51,23 +54,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# the venv is kept between runs (1.4 GB, a minute or more to install); delete it to start afresh
+# the venv is kept between runs (1.4 GB with torch, a minute or more to install); delete it to start afresh
 venv=${GRADEBOX_TRAINERS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/gradebox/trainers-venv}
-if ! "$venv/bin/python" -c "import trl, torch, transformers, datasets, tokenizers" 2>/dev/null; then
-  echo "test-trainers: installing trl and torch into $venv from ${indexes[*]}" >&2
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  "$python" -m venv "$venv"
-  # --index-url replaces the public index pip defaults to; the configuration's constraints still apply
-  if ! PIP_NO_INPUT=1 "$venv/bin/pip" install --quiet --disable-pip-version-check --retries 0 --timeout 20 \
-    "${pip_index[@]}" "${links[@]}" trl torch >"$work/pip.log" 2>&1; then
-    tail -n 5 "$work/pip.log" >&2
-    rm -rf "$venv"
-    skip "trl and torch do not install from the local index (${indexes[*]})"
+parts=${GRADEBOX_TRAINERS:-trl adaptive}
+[ -x "$venv/bin/python" ] || { mkdir -p "$(dirname "$venv")" && "$python" -m venv "$venv"; }
+# --index-url replaces the public index pip defaults to; the configuration's constraints still apply
+pip_install() {
+  PIP_NO_INPUT=1 "$venv/bin/pip" install --quiet --disable-pip-version-check --retries 0 --timeout 20 \
+    "${pip_index[@]}" "${links[@]}" "$@" >"$work/pip.log" 2>&1 || { tail -n 5 "$work/pip.log" >&2; return 1; }
+}
+# installs a part's packages unless they import; false (and why, on stderr) when they cannot be had
+ready() {
+  local part=$1 imports=$2
+  shift 2
+  "$venv/bin/python" -c "import $imports" 2>/dev/null && return 0
+  echo "test-trainers: installing $* into $venv from ${indexes[*]}" >&2
+  if ! pip_install "$@" || ! "$venv/bin/python" -c "import $imports" 2>/dev/null; then
+    echo "test-trainers: $part: SKIPPED: $* do not install (or import) from the local index (${indexes[*]})" >&2
+    return 1
   fi
-  "$venv/bin/python" -c "import trl, torch, transformers, datasets, tokenizers" 2>/dev/null || skip "trl installed but does not import"
-fi
-echo "test-trainers: $("$venv/bin/python" -c 'import trl, torch; print(f"trl {trl.__version__}, torch {torch.__version__}")')" >&2
+}
+run_trl=false run_adaptive=false
+case " $parts " in *" trl "*) ready trl "trl, torch, transformers, datasets, tokenizers" trl torch && run_trl=true ;; esac
+case " $parts " in
+  *" adaptive "*) ready adaptive "fastapi, uvicorn, websockets, httpx, pydantic, jsonschema, loguru" \
+    fastapi uvicorn websockets httpx pydantic jsonschema loguru && run_adaptive=true ;;
+esac
+$run_trl || $run_adaptive || skip "nothing to run (GRADEBOX_TRAINERS=\"$parts\")"
+$run_trl && echo "test-trainers: $("$venv/bin/python" -c 'import trl, torch; print(f"trl {trl.__version__}, torch {torch.__version__}")')" >&2
 
 # the server, on a free port; its first line says where and with which key. Its stdin is a fifo
 # this shell holds open: when the shell goes, however it goes, the server stops.
@@ -89,6 +103,12 @@ if [ -z "$line" ]; then
 fi
 eval "$("$python" -c 'import json, shlex, sys; d = json.loads(sys.argv[1]); print("export GRADEBOX_URL=%s GRADEBOX_API_KEY=%s GRADEBOX_PROJECT=%s" % tuple(shlex.quote(d[k]) for k in ("url", "key", "project")))' "$line")"
 
-# the client from the source tree: the venv holds trl's dependencies and nothing of ours
+# the client from the source tree: the venv holds the trainers' packages and nothing of ours
 cd "$work"
-PYTHONPATH="$root/clients/python/src" PYTHONDONTWRITEBYTECODE=1 timeout 300 "$venv/bin/python" "$root/test/support/trainers_grpo.py"
+export PYTHONPATH="$root/clients/python/src" PYTHONDONTWRITEBYTECODE=1
+failed=0
+if $run_trl; then timeout 300 "$venv/bin/python" "$root/test/support/trainers_grpo.py" || failed=1; fi
+if $run_adaptive; then
+  PYTHONPATH="$PYTHONPATH:$root/test/support" timeout 300 "$venv/bin/python" "$root/test/support/trainers_adaptive.py" || failed=1
+fi
+exit $failed

@@ -124,8 +124,9 @@ def test_the_async_reward_function_gathered_as_trl_gathers_it(outcomes: str, gra
 
     got_exact, got_scored = asyncio.run(trl_step())
     assert got_exact == [1.0 if i % 2 else 0.0 for i in range(n)]
-    # an abstention and a failure are None (the failure by default, for the async function)
+    # an abstention and a failure are None: the one rule of both TRL functions, unless on_error says otherwise
     assert got_scored == [None if i in (1, 2) else float(i) for i in range(n)]
+    assert gradebox.reward_function(outcomes)(**{**kwargs, "log_extra": None, "log_metric": None}) == got_scored
     logged = dict(metrics)
     assert (logged[f"{outcomes}/abstained"], logged[f"{outcomes}/errors"], logged["exact_match/errors"]) == (1.0, 1.0, 0.0)
     assert logged[f"{outcomes}/version"] == 1.0

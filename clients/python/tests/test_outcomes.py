@@ -107,12 +107,14 @@ def test_on_error_decides_what_a_failed_item_becomes_beside_abstentions(
     args = (["p"] * n, ["c"] * n)
 
     with pytest.raises(gradebox.GraderRuntimeError) as info:
-        client.reward_function(key)(*args, **columns)  # the default: a failure raises
+        client.reward_function(key, on_error="raise")(*args, **columns)
     assert (info.value.code, info.value.index) == ("GRADER_ERROR", n - 1)
     assert [f["index"] for f in info.value.body["failures"]] == [n - 1]  # the abstention is no failure
     assert info.value.request_id
 
     expected = [None, *[float(i) for i in range(1, n - 1)]]
+    # the default, the async function's too: a failure is None, as an abstention is
+    assert client.reward_function(key)(*args, **columns) == [*expected, None]
     assert client.reward_function(key, on_error=None)(*args, **columns) == [*expected, None]
     assert client.reward_function(key, on_error=-1.0)(*args, **columns) == [*expected, -1.0]  # an abstention stays None
     nan = client.reward_function(key, on_error=None, as_float=True)(*args, **columns)

@@ -93,12 +93,13 @@ def test_many_completions_are_split_and_come_back_in_order(client: Gradebox, gra
     assert reward_fn(["p"] * n, [f"c{i}" for i in range(n)], i=list(range(n))) == [float(i) for i in range(n)]
 
 
-def test_a_failed_item_raises_naming_it_unless_on_error_gives_a_reward(client: Gradebox, graders: dict[str, str], max_batch: int) -> None:
+def test_a_failed_item_is_none_unless_on_error_gives_a_reward_or_raise(client: Gradebox, graders: dict[str, str], max_batch: int) -> None:
     n = max_batch + 2
     boom = [i in (2, n - 1) for i in range(n)]
     args = (["p"] * n, ["c"] * n)
+    assert client.reward_function(graders["indexer"])(*args, i=list(range(n)), boom=boom) == [None if boom[i] else float(i) for i in range(n)]
     with pytest.raises(gradebox.GraderRuntimeError) as info:
-        client.reward_function(graders["indexer"])(*args, i=list(range(n)), boom=boom)
+        client.reward_function(graders["indexer"], on_error="raise")(*args, i=list(range(n)), boom=boom)
     error = info.value
     assert (error.code, error.index, error.status) == ("GRADER_ERROR", 2, 422)
     assert "item 2" in str(error) and "GRADER_ERROR" in str(error) and "boom at 2" in str(error)

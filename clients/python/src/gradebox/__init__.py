@@ -155,7 +155,7 @@ def reward_function(
     client: Gradebox | None = None,
     *,
     version: int | None = None,
-    on_error: OnError = "raise",
+    on_error: OnError = None,
     columns: Sequence[str] | None = None,
     name: str | None = None,
     deadline_ms: int | None = None,

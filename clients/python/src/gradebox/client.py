@@ -177,7 +177,7 @@ class Gradebox:
         key: str,
         *,
         version: int | None = None,
-        on_error: OnError = "raise",
+        on_error: OnError = None,
         columns: Sequence[str] | None = None,
         name: str | None = None,
         deadline_ms: int | None = None,

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXCLUDED_COLUMNS", "AsyncRewardFunction", "OnError", "RewardFunction", "build_threads", "reason_of"]
 
-#: what a failed item becomes: "raise" (GraderRuntimeError naming the item), None (no reward
-#: for the sample, as an abstention), or this reward
+#: what a failed item becomes: None (no reward for the sample, as an abstention: the TRL
+#: functions' default), this reward, or "raise" (GraderRuntimeError naming the item)
 OnError = Literal["raise"] | float | None
 
 #: keyword arguments TRL passes that are not dataset columns: never sent as metadata
@@ -262,10 +262,11 @@ class RewardFunction(_RewardBase):
     * An abstention (the grader returned null / None or raised Abstain, the deadline came, an
       unanswering judge or endpoint with ``on_unavailable="abstain"``, every part of a combined
       grader abstained) is None: TRL's "no reward for this sample".
-    * A failed item (the grader threw, timed out, returned no number…) raises
-      GraderRuntimeError with ``index`` (the first failed item), its ``code`` and every failure
-      in ``body["failures"]`` (``on_error="raise"``, the default); with ``on_error=None`` it is
-      None, with a number that number.
+    * A failed item (the grader threw, timed out, returned no number…) is None too
+      (``on_error=None``, the default, as AsyncRewardFunction's), counted in ``<name>/errors``
+      and explained in ``<name>/reason``; with a number it is that number; with
+      ``on_error="raise"`` the call raises GraderRuntimeError with ``index`` (the first failed
+      item), its ``code`` and every failure in ``body["failures"]``.
     * ``as_float=True``: a list of floats, NaN where it would be None, for code that needs a
       float for every sample.
 
@@ -292,7 +293,7 @@ class RewardFunction(_RewardBase):
     TRL runs a blocking reward function on its training thread, one after another: with several
     graders, or a slow one, AsyncRewardFunction lets TRL grade them at once."""
 
-    def __init__(self, client: Gradebox, key: str, *, on_error: OnError = "raise", **options: Any) -> None:
+    def __init__(self, client: Gradebox, key: str, *, on_error: OnError = None, **options: Any) -> None:
         super().__init__(client, key, on_error=on_error, **options)
 
     def __call__(self, prompts: Sequence[object] | None, completions: Sequence[object], **dataset_columns: Any) -> list[float | None]:
@@ -314,10 +315,9 @@ class AsyncRewardFunction(_RewardBase):
     loop of its own (a blocking one runs on the training thread, one after another), so several
     graders, or one slow grader beside TRL's other async functions, grade at once.
 
-    The same rewards and logs as RewardFunction (see there), with one difference of default:
-    a failed item is None (``on_error=None``), counted in ``<name>/errors`` and explained in
-    ``<name>/reason``; ``on_error="raise"`` raises GraderRuntimeError instead, a number
-    replaces it. An abstention is always None.
+    The same rewards and logs as RewardFunction (see there), and the same rule: an abstention
+    is None, and so is a failed item unless ``on_error`` says otherwise (a number replaces it,
+    ``"raise"`` raises GraderRuntimeError).
 
     TRL picks the async path with ``inspect.iscoroutinefunction(reward_fn)``, which is True for
     ``async def`` functions only (and, since Python 3.12, what markcoroutinefunction marks); an
