@@ -6,7 +6,9 @@ import { after, before, describe, test } from "node:test";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
 import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
+import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
+import { Engine } from "../sandbox/worker/engine.ts";
 import { JS_LEAKS, JS_TAMPER, JS_TAMPER_AFTER, PYTHON_LEAKS, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL } from "./support/code-tamper.ts";
 
 const limits = { cpuMs: 2000, memoryMb: 128, outputBytes: 4096 };
@@ -197,4 +199,51 @@ describe("JavaScript runner", () => {
       assert.equal(run({ program: c.probe }).stdout, fresh.stdout);
     });
   }
+});
+
+describe("the engine grades a code grader with its runners", () => {
+  test("per item: the watch is begun and ended in pairs, paused while a runner is replaced; verdicts per test", () => {
+    const events: string[] = [];
+    const watch = {
+      begin: (from: number) => void events.push(`begin ${from}`),
+      end: () => void events.push("end"),
+    };
+    const engine = new Engine({ timeoutMs: 1000, memoryMb: 128, maxWarm: 4, maxWarmHeapMb: 256 }, { watch });
+    try {
+      const io = (inputs: string[], outputs: string[]) => ({ input_output: { inputs, outputs } });
+      const item = (program: string) => ({
+        turns: [
+          { role: "user" as const, content: "add" },
+          { role: "assistant" as const, content: `\`\`\`python\n${program}\n\`\`\`` },
+        ],
+        metadata: io(["1 2\n", "3 4\n", "5 6\n"], ["3\n", "7\n", "11\n"]),
+      });
+      const grader = { id: "code-engine", project: "p", language: "code" as const, compiled: JSON.stringify({ limits: { cpuMs: 300 } }) };
+      const outcomes = engine.gradeBatch(
+        grader,
+        packBatch([
+          item("a, b = map(int, input().split())\nprint(a + b)"),
+          // a time limit on the first test only: its runner is replaced before the second
+          item("import sys\na, b = map(int, input().split())\nif a == 1:\n    while True: pass\nprint(a + b)"),
+          item("a, b = map(int, input().split())\nprint(a * b)"),
+        ]),
+      );
+      assert.deepEqual(
+        outcomes.map((o) => ("score" in o ? o.score : o)),
+        [1, 2 / 3, 0],
+      );
+      // begins and ends alternate, and each item's begin names it
+      for (let k = 0; k < events.length; k += 2) {
+        assert.match(events[k], /^begin [0-2]$/);
+        assert.equal(events[k + 1], "end");
+      }
+      // item 1's replacement paused its watch once: four pairs for three items
+      assert.deepEqual(
+        events.filter((e) => e.startsWith("begin")),
+        ["begin 0", "begin 1", "begin 1", "begin 2"],
+      );
+    } finally {
+      engine.dispose();
+    }
+  });
 });

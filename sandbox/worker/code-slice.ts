@@ -92,6 +92,11 @@ export class CodeRunners {
     return started;
   }
 
+  /** a run in this language now would start an isolate (the first, or a replacement) */
+  cold(language: CodeLanguage, memoryMb: number): boolean {
+    return language === "python" ? !this.python?.started : !this.js?.startedFor(memoryMb);
+  }
+
   dispose(): void {
     this.python?.dispose();
     this.js?.dispose();
@@ -138,10 +143,33 @@ export function gradeCodeSlice(
       }
       break;
     }
-    watch.begin(i, 1, itemBudgetMs(spec), 0);
-    if (slot) slot[SLOT.item] = i;
+    const item = i;
+    const begin = () => {
+      watch.begin(item, 1, itemBudgetMs(spec), 0);
+      if (slot) slot[SLOT.item] = item;
+    };
+    // a run that left its runner to be replaced (a time limit, a file written) has the next one
+    // start it between the item's runs, with the watch paused: a start is no program's growth
+    const runnerFor = (language: CodeLanguage): CodeRunner => {
+      const runner = runners.runnerFor(language);
+      return {
+        run(request) {
+          if (runners.cold(language, request.limits.memoryMb)) {
+            watch.end();
+            try {
+              prepare([language], request.limits.memoryMb);
+            } finally {
+              begin();
+            }
+          }
+          return runner.run(request);
+        },
+        dispose: () => runner.dispose(),
+      };
+    };
+    begin();
     try {
-      outcomes.push(gradeThread(spec, threads[i], runners.runnerFor));
+      outcomes.push(gradeThread(spec, threads[i], runnerFor));
     } catch (error) {
       outcomes.push({ error: { code: "GRADER_ERROR", message: error instanceof Error ? error.message : String(error) } });
     } finally {
