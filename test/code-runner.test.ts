@@ -9,7 +9,16 @@ import type { RunRequest } from "../sandbox/code/run.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
 import { Engine } from "../sandbox/worker/engine.ts";
-import { JS_LEAKS, JS_TAMPER, JS_TAMPER_AFTER, PYTHON_LEAKS, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL } from "./support/code-tamper.ts";
+import {
+  JS_LEAKS,
+  JS_TAMPER,
+  JS_TAMPER_AFTER,
+  PYTHON_INTERRUPTED,
+  PYTHON_LEAKS,
+  PYTHON_TAMPER,
+  TAMPER_AFTER,
+  TAMPER_CALL,
+} from "./support/code-tamper.ts";
 
 const limits = { cpuMs: 2000, memoryMb: 128, outputBytes: 4096 };
 
@@ -95,6 +104,18 @@ describe("Python runner", () => {
       assert.equal(next.status, "ok");
     });
   }
+  test("a run stopped by its time limit mid-work leaves nothing for the next (the isolate kept, or replaced when it wrote a file)", () => {
+    let fresh = PYTHON_LEAKS.map((c) => run({ program: c.probe }).stdout);
+    for (const program of PYTHON_INTERRUPTED) {
+      const isolates = runner.stats.isolates;
+      assert.equal(run({ program, limits: { ...limits, cpuMs: 150, outputBytes: 64 * 1024 * 1024 } }).status, "time_limit");
+      const seen = PYTHON_LEAKS.map((c) => run({ program: c.probe }).stdout);
+      // a new isolate (the program wrote a file) is fresh by construction, with a random seed of its own
+      if (runner.stats.isolates === isolates) assert.deepEqual(seen, fresh);
+      else fresh = seen;
+    }
+    assert.ok(runner.stats.kept >= 1, JSON.stringify(runner.stats));
+  });
   test("marshal: JSON data round-trips; non-data is opaque", () => {
     const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
     const decoded = decodeMarshal(encodeMarshal(value));
@@ -223,8 +244,8 @@ describe("the engine grades a code grader with its runners", () => {
         grader,
         packBatch([
           item("a, b = map(int, input().split())\nprint(a + b)"),
-          // a time limit on the first test only: its runner is replaced before the second
-          item("import sys\na, b = map(int, input().split())\nif a == 1:\n    while True: pass\nprint(a + b)"),
+          // a file written, then a time limit, on the first test only: its runner is replaced before the second
+          item("a, b = map(int, input().split())\nif a == 1:\n    open('/tmp/t', 'w').write('x')\n    while True: pass\nprint(a + b)"),
           item("a, b = map(int, input().split())\nprint(a * b)"),
         ]),
       );

@@ -290,6 +290,8 @@ const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; }
 g.__gradebox_code_run = (requestJson) => {
   const req = jsonParse(requestJson);
   if (failed) return jsonStringify({ failed });
+  // a run stopped by its time limit never reported the files it wrote: the host replaces this isolate
+  if (fsDirty) return jsonStringify({ dirty: true });
   restore();
   limit = req.outputBytes;
   over = false;
@@ -412,13 +414,15 @@ export interface PythonRunnerStats {
   /** isolates started from the snapshot (the first, and each replacement) */
   isolates: number;
   runs: number;
+  /** isolates kept after a time limit (a canary run answered right) */
+  kept: number;
 }
 
 /** One Python runner: an isolate restored to its baseline before every run; replaced when a run left it unfit. */
 export class PythonRunner implements CodeRunner {
   private isolate: ivm.Isolate | undefined;
   private entry: ivm.Reference | undefined;
-  readonly stats: PythonRunnerStats = { isolates: 0, runs: 0 };
+  readonly stats: PythonRunnerStats = { isolates: 0, runs: 0, kept: 0 };
 
   constructor(private readonly template: PythonTemplate) {}
 
@@ -485,12 +489,38 @@ export class PythonRunner implements CodeRunner {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       stop = message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
-      this.replace();
+      // a run stopped by its time limit left nothing the next restore does not put back (memory,
+      // stack pointer, reference table, cwd, streams; a file written makes the next call ask for
+      // a new isolate): the isolate is kept when a canary run answers right, saving a 0.2–0.4 s start
+      if (stop !== "time_limit" || !this.canary()) this.replace();
       if (!stop) throw new RunnerFailure(`the Python runner failed: ${message}`);
+    }
+    if (raw === '{"dirty":true}') {
+      // (the canary after a time limit finds this first: here only if it did not run)
+      this.replace();
+      return this.run(request);
     }
     const cpuMs = Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6;
     if (stop) return { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs };
     return this.read(raw, request, cpuMs);
+  }
+
+  /** A known program on the kept isolate: its right answer says the interpreter is whole. */
+  private canary(): boolean {
+    try {
+      const answer = this.entry?.applySync(
+        undefined,
+        [JSON.stringify({ program: "print(int(input()) * 2)", stdin: "21\n", outputBytes: 64 })],
+        { timeout: START_MS },
+      );
+      if (typeof answer !== "string") return false;
+      const r = JSON.parse(answer) as Record<string, unknown>;
+      const whole = r.status === "ok" && r.stdout === "42\n" && r.dead !== true && r.fsDirty !== true && r.dirty !== true;
+      if (whole) this.stats.kept++;
+      return whole;
+    } catch {
+      return false;
+    }
   }
 
   private read(raw: unknown, request: RunRequest, cpuMs: number): RunResult {

@@ -152,3 +152,12 @@ export const JS_LEAKS: LeakCase[] = [
   { name: "a prototype patched", setup: "Array.prototype.map = null", probe: "console.log(typeof [].map)" },
   { name: "console replaced", setup: "console.log = () => {}", probe: "console.log('visible')" },
 ];
+
+/** Programs stopped by their time limit in the middle of something: the next run must see the baseline (PYTHON_LEAKS' probes). */
+export const PYTHON_INTERRUPTED: string[] = [
+  "import builtins, sys\nbuiltins.LEAK = 1\nsys.setrecursionlimit(50000)\nwhile True: pass",
+  "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 10\n    i += 1",
+  "import json\njson.dumps = None\nwhile True:\n    print('x' * 10, end='')",
+  "import os\nos.chdir('/tmp')\nopen('/tmp/interrupted.txt', 'w').write('x')\nwhile True: pass",
+  "import random\nrandom.seed(7)\nwhile True: random.random()",
+];
