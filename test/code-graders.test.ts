@@ -15,8 +15,6 @@ import { type Attempt, verlCallSandboxApi } from "./support/trainers.ts";
 let s: TestServer;
 let admin: string;
 /** set when the worker runs code graders' programs; else why the runner cases skip */
-let notWired: string | undefined;
-
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 const metrics = async () =>
   (await s.app.inject({ method: "GET", url: "/metrics", headers: { authorization: `Bearer ${s.metricsToken}` } })).body;
@@ -62,10 +60,6 @@ before(async () => {
   await create("code", { key: "js", languages: ["javascript"] });
   await create("code", { key: "both", languages: ["python", "javascript"], scoring: "all_or_nothing", limits: { cpuMs: 500 } });
   await create("other", { key: "py" });
-  const probe = await gradeBatch("code", "py", [thread("print(1)", { inputs: [""], outputs: ["1"] })]);
-  const first = probe[0];
-  // only a worker without the runners skips them: any other failure of the probe fails the cases below
-  if (first.outcome === "error" && /not wired/.test(first.error?.message ?? "")) notWired = `the worker does not run code graders yet`;
 });
 after(() => s?.close());
 
@@ -212,8 +206,7 @@ describe("the SandboxFusion-compatible route, as verl calls it", () => {
     assert.match(((await res.json()) as { detail: string }).detail, /files are not supported/);
   });
 
-  test("runs verl's request and answers SandboxFusion's shape", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("runs verl's request and answers SandboxFusion's shape", async () => {
     const { urls } = await token("code", "py");
     const [answer, error] = await verlCallSandboxApi(urls.sandboxFusion, {
       code: "a, b = map(int, input().split())\nprint(a + b)",
@@ -264,9 +257,8 @@ const TACO_ROW = {
 };
 const fence = (lang: string, code: string) => `Here is my solution.\n\n\`\`\`${lang}\n${code}\n\`\`\`\n`;
 
-describe("grading programs (needs the runners)", () => {
-  test("Python stdin/stdout: accepted, wrong answer, syntax error, runtime error, time limit", async (t) => {
-    if (notWired) return t.skip(notWired);
+describe("grading programs", () => {
+  test("Python stdin/stdout: accepted, wrong answer, syntax error, runtime error, time limit", async () => {
     const results = await gradeBatch("code", "py", [
       thread(fence("python", "a, b = map(int, input().split())\nprint(a + b)"), SUM_ROWS),
       thread(fence("python", "a, b = map(int, input().split())\nprint(a - b if a > 5 else a + b)"), SUM_ROWS),
@@ -285,8 +277,7 @@ describe("grading programs (needs the runners)", () => {
     assert.equal(verdicts(results[4])?.[0], "time_limit");
   });
 
-  test("Python assert-style (MBPP, HumanEval) and function-call (TACO, LeetCode-style Solution)", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("Python assert-style (MBPP, HumanEval) and function-call (TACO, LeetCode-style Solution)", async () => {
     const results = await gradeBatch("code", "py", [
       thread(fence("py", "def square(x):\n    return x * x"), MBPP_ROW),
       thread(fence("py", "def square(x):\n    return abs(x) * 2"), MBPP_ROW),
@@ -306,8 +297,7 @@ describe("grading programs (needs the runners)", () => {
     assert.deepEqual(verdicts(results[1]), ["accepted", "wrong_answer", "accepted"]);
   });
 
-  test("JavaScript in the three formats", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("JavaScript in the three formats", async () => {
     const results = await gradeBatch("code", "js", [
       thread(
         fence("js", 'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\nconsole.log(a + b);'),
@@ -324,8 +314,7 @@ describe("grading programs (needs the runners)", () => {
     );
   });
 
-  test("programs that tamper with their harness do not pass", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("programs that tamper with their harness do not pass", async () => {
     const eqAlways = "class Anything:\n    def __eq__(self, other):\n        return True\n    def __hash__(self):\n        return 0\n";
     const results = await gradeBatch("code", "both", [
       // exit with a success code before the tests run
@@ -351,13 +340,12 @@ describe("grading programs (needs the runners)", () => {
     }
   });
 
-  test("every tamper case of the runners' tests fails through the grader, in both test kinds it attacks", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("every tamper case of the runners' tests fails through the grader, in both test kinds it attacks", async () => {
     const call = { input_output: { fn_name: TAMPER_CALL.name, inputs: [TAMPER_CALL.args], outputs: [TAMPER_CALL.expected] } };
     const rowOf = (c: TamperCase, after: string) => (c.test === "call" ? call : { test_list: [after] });
     const cases = [
-      ...PYTHON_TAMPER.map((c) => ({ c, t: thread(fence("python", c.program), rowOf(c, TAMPER_AFTER)) })),
-      ...JS_TAMPER.map((c) => ({ c, t: thread(fence("js", c.program), rowOf(c, JS_TAMPER_AFTER)) })),
+      ...PYTHON_TAMPER.map((c) => ({ c, t: thread(fence("python", c.program), rowOf(c, c.after ?? TAMPER_AFTER)) })),
+      ...JS_TAMPER.map((c) => ({ c, t: thread(fence("js", c.program), rowOf(c, c.after ?? JS_TAMPER_AFTER)) })),
     ];
     const results = await gradeBatch(
       "code",
@@ -371,8 +359,7 @@ describe("grading programs (needs the runners)", () => {
     assert.equal(results.length, PYTHON_TAMPER.length + JS_TAMPER.length);
   });
 
-  test("a hostile program in one project does not stop another project's grading", async (t) => {
-    if (notWired) return t.skip(notWired);
+  test("a hostile program in one project does not stop another project's grading", async () => {
     const hostile = Array.from({ length: 4 }, () => thread(fence("python", "while True:\n    pass"), SUM_ROWS));
     const [slow, fast] = await Promise.all([
       gradeBatch("code", "both", hostile),
