@@ -29,7 +29,7 @@ import { spawnServer } from "../test/support/helpers.ts";
 import { freePort } from "../test/support/ports.ts";
 import { GRADERS, makeThreads } from "./corpus.ts";
 import { latencies } from "./latency.ts";
-import { stringThreadPrelude } from "./native.ts";
+import { gradeAll, nativeGrader, stringThreadPrelude } from "./native.ts";
 import { cpuUs, descendantPids, serverRole, statusKb, threadCpuUs } from "./proc.ts";
 import { provenance } from "./provenance.ts";
 
@@ -50,7 +50,7 @@ export interface WorkerdOptions {
   log: (msg: string) => void;
   /** at least 1,000: cut into batches of 1,000 distinct threads, sent in turn */
   threads: WireThread[];
-  /** graders of GRADERS to compare; default keywords and heavy */
+  /** graders of GRADERS to compare; default keywords (~1 µs natively), medium (~50 µs) and heavy (~100 µs) */
   graders?: string[];
   /** measured time of each batch row, ms (after a warm-up call per client); default 2000 */
   windowMs?: number;
@@ -385,13 +385,14 @@ export function workerdVersion(): string {
  */
 export async function workerdRows(opts: WorkerdOptions): Promise<{ rows: Row[]; extra: Record<string, number | string> }> {
   const { log, threads } = opts;
-  const graderNames = opts.graders ?? ["keywords", "heavy"];
+  const graderNames = opts.graders ?? ["keywords", "medium", "heavy"];
   const windowMs = opts.windowMs ?? 2000;
   const singles = opts.singles ?? 1500;
   const batches: WireThread[][] = [];
   for (let i = 0; i + BATCH <= threads.length; i += BATCH) batches.push(threads.slice(i, i + BATCH));
   if (batches.length === 0) throw new Error(`workerdRows needs at least ${BATCH} threads, got ${threads.length}`);
 
+  const extra: Record<string, number | string> = { workerdVersion: workerdVersion() };
   // the scripts Gradebox runs, compiled as Gradebox compiles them
   const pool = new SandboxPool({ size: 1, limits: LIMITS });
   await pool.start();
@@ -402,13 +403,18 @@ export async function workerdRows(opts: WorkerdOptions): Promise<{ rows: Row[]; 
       if (!v.ok) throw new Error(`${name}: ${v.failure.message}`);
       compiled[name] = v.compiled;
     }
+    // the heavy grader's CPU inside the isolate (the raw path: the body parsed there, then graded) against the same code natively
+    if (compiled.heavy) {
+      extra.heavyRawNativeUs = round(await nativeUsPerItem(compiled.heavy, batches[0]), 1);
+      extra.heavyRawIsolateUs = round(await isolateUsPerItem(pool, compiled.heavy, batches[0]), 1);
+      extra.heavyRawIsolateCpuOverNative = round((extra.heavyRawIsolateUs as number) / (extra.heavyRawNativeUs as number), 2);
+    }
   } finally {
     await pool.close();
   }
   const prelude = stringThreadPrelude();
 
   const rows: Row[] = [];
-  const extra: Record<string, number | string> = { workerdVersion: workerdVersion() };
   for (const grader of graderNames) {
     const results: Partial<Record<System["name"], SystemResult>> = {};
     for (const start of [() => startGradebox(grader, GRADERS[grader]), () => startWorkerd(compiled[grader], prelude)]) {
@@ -470,6 +476,90 @@ export async function workerdRows(opts: WorkerdOptions): Promise<{ rows: Row[]; 
   return { rows, extra };
 }
 
+/** µs per item of a compiled grader called natively in this process, over `threads` again and again for ~2 s. */
+async function nativeUsPerItem(compiled: string, threads: WireThread[]): Promise<number> {
+  const grade = nativeGrader(compiled);
+  for (let i = 0; i < 2; i++) await gradeAll(grade, threads);
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < 2000) n += await gradeAll(grade, threads);
+  return ((performance.now() - t0) * 1000) / n;
+}
+
+/**
+ * CPU µs per item inside the isolate (isolated-vm's cpuTime, the worker's stats) of one worker
+ * grading `threads` as the server's raw path does: the body's text into the isolate, parsed and
+ * checked there, then graded.
+ */
+async function isolateUsPerItem(pool: SandboxPool, compiled: string, threads: WireThread[]): Promise<number> {
+  const grader = { id: "heavy-isolate", project: "bench", compiled };
+  const raw = JSON.stringify({ threads });
+  const rules = { maxTurns: 1000, maxContent: 1_000_000, maxThreads: 10_000, version: 0 };
+  const run = async () => {
+    const out = await pool.gradeRaw(grader, raw, rules);
+    if (out?.length !== threads.length) throw new Error("the raw path did not grade the batch");
+  };
+  for (let i = 0; i < 3; i++) await run();
+  const cpu = async () => (await pool.stats()).reduce((a, w) => a + w.isolateCpuUs, 0);
+  const before = await cpu();
+  const t0 = performance.now();
+  let n = 0;
+  while (performance.now() - t0 < 2000) {
+    await run();
+    n += threads.length;
+  }
+  return ((await cpu()) - before) / n;
+}
+
+/**
+ * Issue 28's targets, read off one run's `extra`: Gradebox ÷ workerd for each grader (batch of
+ * 1,000 at 1 and 4 clients: ≥ 1; single-call p50: ≤ 1) and the heavy grader's CPU inside the
+ * isolate ÷ native (≤ 1.2).
+ */
+export function workerdTargets(
+  extra: Record<string, number | string>,
+  graders: readonly string[],
+): Array<{ target: string; measured: number; limit: number; atLeast: boolean }> {
+  const targets = graders.flatMap((g) => [
+    {
+      target: `${g}: Gradebox ÷ workerd, batch 1000, 1 client (items/s)`,
+      measured: extra[`gradeboxOverWorkerd.${g}.batch1`],
+      limit: 1,
+      atLeast: true,
+    },
+    {
+      target: `${g}: Gradebox ÷ workerd, batch 1000, 4 clients (items/s)`,
+      measured: extra[`gradeboxOverWorkerd.${g}.batch4`],
+      limit: 1,
+      atLeast: true,
+    },
+    {
+      target: `${g}: Gradebox ÷ workerd, single-call p50`,
+      measured: extra[`gradeboxOverWorkerd.${g}.singleP50`],
+      limit: 1,
+      atLeast: false,
+    },
+  ]);
+  if (extra.heavyRawIsolateCpuOverNative !== undefined) {
+    targets.push({
+      target: "heavy: CPU per item inside the isolate (raw path, one worker) ÷ native",
+      measured: extra.heavyRawIsolateCpuOverNative,
+      limit: 1.2,
+      atLeast: false,
+    });
+  }
+  return targets.map((t) => ({ ...t, measured: Number(t.measured) }));
+}
+
+export function targetsTable(targets: ReturnType<typeof workerdTargets>): string {
+  const lines = ["| target (issue 28) | this run | goal | met |", "|---|---:|---:|---|"];
+  for (const t of targets) {
+    const met = t.atLeast ? t.measured >= t.limit : t.measured <= t.limit;
+    lines.push(`| ${t.target} | ${t.measured} | ${t.atLeast ? "≥" : "≤"} ${t.limit} | ${met ? "yes" : "no"} |`);
+  }
+  return lines.join("\n");
+}
+
 /** The rows as a markdown table, and `extra` as a second one. */
 export function workerdTable(rows: Row[], extra: Record<string, number | string>): string {
   const fmt = (n?: number, d = 0) =>
@@ -495,5 +585,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const { commit, machine } = provenance();
   console.log(`\nGradebox vs workerd — commit ${commit}, ${machine}, ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   console.log(workerdTable(rows, extra));
+  console.log(`\n${targetsTable(workerdTargets(extra, ["keywords", "medium", "heavy"]))}`);
   process.exit(0);
 }
