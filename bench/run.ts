@@ -381,9 +381,7 @@ console.log(`\nGradebox bench — commit ${commit}, ${machine}, workerd ${worker
 console.log(lines.join("\n"));
 console.log("\n| measure | value |\n|---|---:|");
 for (const [k, v] of Object.entries(extra)) console.log(`| ${k} | ${v} |`);
-console.log("
-| target (issues 17, 24, 28, 29) | measured | goal | met |
-|---|---:|---:|---|");
+console.log("\n| target (issues 17, 24, 28, 29) | measured | goal | met |\n|---|---:|---:|---|");
 for (const t of targets) {
   const met = t.atLeast ? t.measured >= t.limit : t.measured <= t.limit;
   console.log(`| ${t.target} | ${t.measured} | ${t.atLeast ? "≥" : "≤"} ${t.limit} | ${met ? "yes" : "no"} |`);
