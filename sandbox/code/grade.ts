@@ -3,10 +3,10 @@
 // the worker's runners are. What a run sends back is the program's doing, so everything copied
 // into the outcome is bounded.
 
-import { MAX_RESULT } from "../protocol/replies.ts";
-import type { GradeOutcome } from "../validate/checks.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "../protocol/replies.ts";
 import { sameOutput, sameValue } from "./compare.ts";
 import { extractProgram } from "./extract.ts";
+import type { CodeOutcome } from "./outcomes.ts";
 import { type CodeLanguage, type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "./run.ts";
 import type { CodeSpec, WorkerCodeSpec } from "./spec.ts";
 import { type CodeTest, readTests, TestsError, testsRow } from "./tests.ts";
@@ -111,7 +111,7 @@ export function gradeThread(
   spec: WorkerCodeSpec,
   thread: { turns: readonly { role: string; content: string }[]; metadata?: Record<string, unknown> },
   runnerFor: RunnerFor,
-): GradeOutcome {
+): CodeOutcome {
   const completion = completionOf(thread);
   if (completion === undefined) {
     return {
@@ -124,7 +124,8 @@ export function gradeThread(
     // the tests are read (and refused when malformed) even without a program: bad data is loud either way
     tests = readTests(testsRow(thread.metadata, spec.testsKey), spec, program ?? { code: "", language: spec.languages[0] });
   } catch (error) {
-    if (error instanceof TestsError) return { error: { code: "INVALID_METADATA", message: `tests: ${error.message}` } };
+    if (error instanceof TestsError)
+      return { error: { code: "INVALID_METADATA", message: `tests: ${error.message}`.slice(0, MAX_MESSAGE) } };
     throw error;
   }
   if (!program) {
@@ -201,7 +202,7 @@ function fitted(outcome: {
 }
 
 /** The SandboxFusion route's single run, as the route answers it (stdout and stderr are bounded by the run's outputBytes). */
-function runOutcome(run: RunResult, verdict: TestVerdict): GradeOutcome {
+function runOutcome(run: RunResult, verdict: TestVerdict): CodeOutcome {
   return {
     score: verdict.verdict === "accepted" ? 1 : 0,
     metadata: {
