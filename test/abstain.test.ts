@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { SandboxPool } from "../sandbox/host/pool.ts";
-import { wellFormedSlice } from "../sandbox/host/replies.ts";
+import { CODE_GRADER_CODES, wellFormedSlice } from "../sandbox/host/replies.ts";
 import { encodeAbstain, encodeNumber } from "../sandbox/isolate/reply.ts";
 import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
@@ -151,6 +151,31 @@ describe("an abstention's reply, read strictly", () => {
       { abstained: null },
     ]) {
       assert.ok(!wellFormedSlice([bad], 1), JSON.stringify(bad).slice(0, 100));
+    }
+  });
+
+  test("a code grader's worker may answer exactly the code path's codes; a grader's isolate none of them", () => {
+    const code = (o: unknown) => wellFormedSlice([o], 1, () => true, 1, 0, CODE_GRADER_CODES);
+    const codeOwn = [
+      { error: { code: "INVALID_METADATA", message: "tests: the item carries no tests" } },
+      { error: { code: "INVALID_THREAD", message: "the last turn must be the assistant's" } },
+      { error: { code: "GRADER_ERROR", message: "x" } },
+      { abstained: { code: "RUNNER_UNAVAILABLE", reason: "the python runner failed" } },
+    ];
+    for (const o of codeOwn) {
+      assert.ok(code(o), JSON.stringify(o));
+      if ("abstained" in o || o.error.code !== "GRADER_ERROR")
+        assert.ok(!wellFormedSlice([o], 1), `a grader's isolate claims ${JSON.stringify(o)}`);
+    }
+    for (const o of [
+      abstained("x"),
+      { abstained: { code: "DEADLINE_EXCEEDED", reason: "x" } },
+      { error: { code: "GRADER_TIMEOUT", message: "x" } },
+      { error: { code: "SANDBOX_CRASHED", message: "x" } },
+      { error: { code: "INVALID_METADATA", message: "x".repeat(2002) } },
+      { abstained: { code: "RUNNER_UNAVAILABLE", reason: "x".repeat(2002) } },
+    ]) {
+      assert.ok(!code(o), `a code grader's worker claims ${JSON.stringify(o).slice(0, 100)}`);
     }
   });
 });

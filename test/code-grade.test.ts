@@ -166,7 +166,7 @@ describe("readTests: dataset rows", () => {
     assert.equal(t.kind, "assert");
     assert.match((t as { code: string }).code, /def check\(candidate\):[\s\S]*\ncheck\(has_close_elements\)\n$/);
   });
-  test("MBPP: one test per assert line, after imports and setup", () => {
+  test("MBPP: one test per assert line; imports and setup run before the program", () => {
     const row = {
       task_id: 2,
       test_setup_code: "",
@@ -174,8 +174,8 @@ describe("readTests: dataset rows", () => {
       test_list: ["assert similar_elements((3, 4), (5, 4)) == (4,)", "assert similar_elements((1,), (1,)) == (1,)"],
     };
     assert.deepEqual(readTests(row, s, py("")), [
-      { kind: "assert", code: "import math\nassert similar_elements((3, 4), (5, 4)) == (4,)\n" },
-      { kind: "assert", code: "import math\nassert similar_elements((1,), (1,)) == (1,)\n" },
+      { kind: "assert", code: "assert similar_elements((3, 4), (5, 4)) == (4,)\n", before: "import math\n" },
+      { kind: "assert", code: "assert similar_elements((1,), (1,)) == (1,)\n", before: "import math\n" },
     ]);
   });
   test("malformed or oversized tests are refused with the reason", () => {

@@ -6,10 +6,13 @@
 // stop another's grading.
 
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
 import { JS_TAMPER, JS_TAMPER_AFTER, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL, type TamperCase } from "./support/code-tamper.ts";
-import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
+import { call, spawnServer, startServer, type TestServer, thread } from "./support/helpers.ts";
 import { type Attempt, verlCallSandboxApi } from "./support/trainers.ts";
 
 let s: TestServer;
@@ -147,6 +150,49 @@ describe("the SandboxFusion-compatible route, as verl calls it", () => {
     const after = await metrics();
     assert.equal(counter(after, "code", "refused") - counter(before, "code", "refused"), 2);
     assert.equal(counter(after, "unknown", "refused") - counter(before, "unknown", "refused"), 1);
+  });
+
+  test("each refusal's warn line in the server's log carries its reason", async () => {
+    // a server process of its own, its pino log read from its output
+    const dir = mkdtempSync(join(tmpdir(), "gradebox-sf-log-"));
+    const server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "1", GRADEBOX_LOG_LEVEL: "warn" });
+    try {
+      const key = readFileSync(join(dir, "default.key"), "utf8").trim();
+      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+      const made = await fetch(`${server.url}/v1/projects/default/graders/code`, { method: "POST", headers, body: '{"key": "py"}' });
+      assert.equal(made.status, 201);
+      const minted = await fetch(`${server.url}/v1/projects/default/graders/py/tokens`, { method: "POST", headers, body: "{}" });
+      const { urls } = (await minted.json()) as { urls: { sandboxFusion: string } };
+      // verl's request shape; verl itself keeps only "API Request Error: 400" of the answer
+      const verl = { compile_timeout: 10, run_timeout: 10, memory_limit_MB: 1024, stdin: "", files: {}, fetch_files: [] };
+      const refusals: [string, object, number][] = [
+        [urls.sandboxFusion, { ...verl, code: "int main() {}", language: "cpp" }, 400],
+        [`${server.url}/sf/gbr-${"0".repeat(40)}/run_code`, { ...verl, code: "print(1)", language: "python" }, 401],
+      ];
+      for (const [url, body, status] of refusals) {
+        const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        assert.equal(res.status, status);
+        const { detail } = (await res.json()) as { detail: string };
+        assert.ok(detail.length > 0);
+        let line: { msg: string; reason: string; status: number } | undefined;
+        for (let i = 0; i < 50 && !line; i++) {
+          line = server
+            .logs()
+            .split("\n")
+            .filter((l) => l.includes("sandbox-fusion run_code refused"))
+            .map((l) => JSON.parse(l) as { msg: string; reason: string; status: number })
+            .find((l) => l.status === status);
+          if (!line) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(line, `no warn line for the ${status} in:\n${server.logs().slice(-3000)}`);
+        assert.equal(line.reason, detail);
+        assert.ok(line.msg.endsWith(detail), line.msg);
+      }
+    } finally {
+      server.child.kill("SIGTERM");
+      await server.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a sandbox that cannot run it answers 504, which verl retries (3 attempts), each counted busy", async () => {

@@ -3,12 +3,12 @@
 // the worker's runners are. What a run sends back is the program's doing, so everything copied
 // into the outcome is bounded.
 
-import { MAX_RESULT } from "../protocol/replies.ts";
-import type { GradeOutcome } from "../validate/checks.ts";
+import { MAX_MESSAGE, MAX_RESULT } from "../protocol/replies.ts";
 import { sameOutput, sameValue } from "./compare.ts";
 import { extractProgram } from "./extract.ts";
-import { type CodeLanguage, type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "./run.ts";
-import type { CodeSpec, WorkerCodeSpec } from "./spec.ts";
+import type { CodeOutcome } from "./outcomes.ts";
+import { type CodeLanguage, type CodeRunner, type RunLimits, RunnerFailure, type RunRequest, type RunResult } from "./run.ts";
+import { type CodeSpec, RUN_BOUNDS, type WorkerCodeSpec } from "./spec.ts";
 import { type CodeTest, readTests, TestsError, testsRow } from "./tests.ts";
 
 export const VERDICTS = [
@@ -40,10 +40,29 @@ export type RunnerFor = (language: CodeLanguage) => CodeRunner;
 
 const excerpt = (s: string) => (s.length > MAX_EXCERPT ? `${s.slice(0, MAX_EXCERPT)}…` : s);
 
+/**
+ * The run's limits: the spec's, but a test that expects output may print twice what it expects
+ * (within the service's bound), so a right answer is never cut off by outputBytes (CodeContests
+ * has outputs past the 64 KiB default).
+ */
+function limitsFor(test: CodeTest, spec: CodeSpec): RunLimits {
+  const expected = test.kind === "stdin" || test.kind === "assert" ? test.expected : undefined;
+  if (expected === undefined) return spec.limits;
+  const room = Math.min(RUN_BOUNDS.outputBytes.max, 2 * Buffer.byteLength(expected));
+  return room > spec.limits.outputBytes ? { ...spec.limits, outputBytes: room } : spec.limits;
+}
+
 function requestFor(test: CodeTest, language: CodeLanguage, program: string, spec: CodeSpec): RunRequest {
-  const base = { language, program, limits: spec.limits };
+  const base = { language, program, limits: limitsFor(test, spec) };
   if (test.kind === "stdin") return { ...base, stdin: test.stdin };
-  if (test.kind === "assert") return { ...base, after: test.code };
+  if (test.kind === "assert") {
+    return {
+      ...base,
+      after: test.code,
+      ...(test.before === undefined ? {} : { before: test.before }),
+      ...(test.stdin === undefined ? {} : { stdin: test.stdin }),
+    };
+  }
   return { ...base, call: { name: test.name, args: test.args } };
 }
 
@@ -72,6 +91,9 @@ export function verdictOf(test: CodeTest, run: RunResult, spec: CodeSpec): TestV
     return { verdict: "wrong_answer", message: "the output differs from the expected output", stdout: excerpt(run.stdout), cpuMs };
   }
   if (test.kind === "assert") {
+    if (run.completed && test.expected !== undefined && !sameOutput(run.stdout, test.expected, spec)) {
+      return { verdict: "wrong_answer", message: "the output differs from the expected output", stdout: excerpt(run.stdout), cpuMs };
+    }
     if (run.completed) return { verdict: "accepted", cpuMs };
     return { verdict: "wrong_answer", message: "the tests did not run to their end (the program stopped them)", cpuMs };
   }
@@ -80,6 +102,7 @@ export function verdictOf(test: CodeTest, run: RunResult, spec: CodeSpec): TestV
     return { verdict: "wrong_answer", message: why, cpuMs };
   }
   const equal =
+    (test.printed === true && typeof test.expected === "string" && samePrinted(run.returned, test.expected, spec)) ||
     sameValue(run.returned, test.expected, spec) ||
     (test.alsoFirst === true &&
       Array.isArray(test.expected) &&
@@ -93,6 +116,23 @@ export function verdictOf(test: CodeTest, run: RunResult, spec: CodeSpec): TestV
     shown = "(unprintable)";
   }
   return { verdict: "wrong_answer", message: `returned ${excerpt(shown)}`, cpuMs };
+}
+
+/**
+ * verl's call-based rows: `printed` is the returned value as verl's wrapper prints it (a string
+ * as it is, anything else as JSON; trailing newlines aside), so a string returned equals its
+ * text, and anything else the JSON value the text holds.
+ */
+function samePrinted(returned: unknown, printed: string, spec: CodeSpec): boolean {
+  const want = printed.replace(/\n+$/, "");
+  if (typeof returned === "string") return returned.replace(/\n+$/, "") === want;
+  let value: unknown;
+  try {
+    value = JSON.parse(want);
+  } catch {
+    return false;
+  }
+  return sameValue(returned, value, spec);
 }
 
 /** The last turn, when the assistant's: the completion whose program is graded. */
@@ -111,7 +151,7 @@ export function gradeThread(
   spec: WorkerCodeSpec,
   thread: { turns: readonly { role: string; content: string }[]; metadata?: Record<string, unknown> },
   runnerFor: RunnerFor,
-): GradeOutcome {
+): CodeOutcome {
   const completion = completionOf(thread);
   if (completion === undefined) {
     return {
@@ -124,7 +164,8 @@ export function gradeThread(
     // the tests are read (and refused when malformed) even without a program: bad data is loud either way
     tests = readTests(testsRow(thread.metadata, spec.testsKey), spec, program ?? { code: "", language: spec.languages[0] });
   } catch (error) {
-    if (error instanceof TestsError) return { error: { code: "INVALID_METADATA", message: `tests: ${error.message}` } };
+    if (error instanceof TestsError)
+      return { error: { code: "INVALID_METADATA", message: `tests: ${error.message}`.slice(0, MAX_MESSAGE) } };
     throw error;
   }
   if (!program) {
@@ -201,7 +242,7 @@ function fitted(outcome: {
 }
 
 /** The SandboxFusion route's single run, as the route answers it (stdout and stderr are bounded by the run's outputBytes). */
-function runOutcome(run: RunResult, verdict: TestVerdict): GradeOutcome {
+function runOutcome(run: RunResult, verdict: TestVerdict): CodeOutcome {
   return {
     score: verdict.verdict === "accepted" ? 1 : 0,
     metadata: {

@@ -95,14 +95,111 @@ const fsModule = {
     throw new Error("ENOENT: no such file: " + StringCtor(path));
   },
 };
-const modules = { fs: fsModule, "node:fs": fsModule, readline: readlineModule, "node:readline": readlineModule };
-g.require = (name) => {
-  const m = modules[name];
-  if (!m) throw new Error("Cannot find module '" + StringCtor(name) + "'");
-  return m;
+// Node's assert, the part tests use (MultiPL-E's start with require("node:assert")), built only
+// from what this harness captured before the program ran: patched prototypes, Object.is or
+// JSON do not reach it, and require, console and console.assert cannot be replaced (they are
+// fixed properties: a program's own declaration of them is a SyntaxError, an assignment ignored).
+const ObjectIs = Object.is;
+const objectKeys = Object.keys;
+const hasOwn = Object.hasOwn;
+const freeze = Object.freeze;
+const defineProperty = Object.defineProperty;
+const reflectApply = Reflect.apply;
+const hasInstance = Function.prototype[Symbol.hasInstance];
+const regexpExec = RegExp.prototype.exec;
+const ArrayProto = Array.prototype;
+const ErrorCtor = Error;
+class AssertionError extends ErrorCtor {
+  constructor(message) {
+    super(message);
+    defineProperty(this, "name", { value: "AssertionError", writable: true, configurable: true });
+    defineProperty(this, "code", { value: "ERR_ASSERTION", writable: true, configurable: true });
+  }
+}
+const shown = (v) => { try { const s = fmt(v); return s.length > 200 ? s.slice(0, 200) + "…" : s; } catch { return "(unprintable)"; } };
+const isObj = (v) => v !== null && (typeof v === "object" || typeof v === "function");
+const plainish = (v) => { const p = getProto(v); return isArray(v) ? p === ArrayProto : p === ObjectProto || p === null; };
+// arrays and plain objects by their own enumerable keys; any other object only when it is the same object
+function deepEq(a, b, strict, depth) {
+  if (strict ? ObjectIs(a, b) : a === b) return true;
+  if (!isObj(a) || !isObj(b)) return strict ? false : !isObj(a) && !isObj(b) && (a == b || (a !== a && b !== b));
+  if (depth > 200 || typeof a === "function" || typeof b === "function" || !plainish(a) || !plainish(b)) return false;
+  if (isArray(a) !== isArray(b) || (strict && getProto(a) !== getProto(b))) return false;
+  if (isArray(a) && a.length !== b.length) return false;
+  const ka = objectKeys(a);
+  if (ka.length !== objectKeys(b).length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i];
+    if (!hasOwn(b, k) || !deepEq(a[k], b[k], strict, depth + 1)) return false;
+  }
+  return true;
+}
+const fail = (message, fallback) => {
+  if (message instanceof ErrorCtor) throw message;
+  throw new AssertionError(message === undefined ? fallback : StringCtor(message));
 };
+function makeAssert(strict) {
+  const ok = (v, message) => { if (!v) fail(message, "The expression evaluated to a falsy value: " + shown(v)); };
+  const a = function assert(v, message) { ok(v, message); };
+  const equal = (x, y, m) => { if (!(strict ? ObjectIs(x, y) : x == y || (x !== x && y !== y))) fail(m, "Expected values to be " + (strict ? "strictly" : "loosely") + " equal: " + shown(x) + " vs " + shown(y)); };
+  const notEqual = (x, y, m) => { if (strict ? ObjectIs(x, y) : x == y || (x !== x && y !== y)) fail(m, "Expected " + shown(x) + " not to equal " + shown(y)); };
+  const strictEqual = (x, y, m) => { if (!ObjectIs(x, y)) fail(m, "Expected values to be strictly equal: " + shown(x) + " !== " + shown(y)); };
+  const notStrictEqual = (x, y, m) => { if (ObjectIs(x, y)) fail(m, "Expected " + shown(x) + " not to be strictly equal to " + shown(y)); };
+  const deepEqual = (x, y, m) => { if (!deepEq(x, y, strict, 0)) fail(m, "Expected values to be " + (strict ? "strictly" : "loosely") + " deep-equal: " + shown(x) + " vs " + shown(y)); };
+  const notDeepEqual = (x, y, m) => { if (deepEq(x, y, strict, 0)) fail(m, "Expected " + shown(x) + " not to deep-equal " + shown(y)); };
+  const deepStrictEqual = (x, y, m) => { if (!deepEq(x, y, true, 0)) fail(m, "Expected values to be strictly deep-equal: " + shown(x) + " vs " + shown(y)); };
+  const notDeepStrictEqual = (x, y, m) => { if (deepEq(x, y, true, 0)) fail(m, "Expected " + shown(x) + " not to strictly deep-equal " + shown(y)); };
+  const throws = (f, expected, m) => {
+    if (typeof expected === "string") { m = expected; expected = undefined; }
+    let threw = false;
+    let error;
+    try { f(); } catch (e) { if (e === EXIT) throw e; threw = true; error = e; }
+    if (!threw) fail(m, "Missing expected exception.");
+    if (typeof expected === "function" && !reflectApply(hasInstance, expected, [error])) fail(m, "The error is not an instance of the expected class");
+    if (isObj(expected) && typeof expected !== "function") {
+      let matched = false;
+      try { matched = reflectApply(regexpExec, expected, [StringCtor(error)]) !== null; } catch { matched = true; }
+      if (!matched) fail(m, "The error does not match the expected pattern");
+    }
+  };
+  const methods = { ok, equal, notEqual, strictEqual, notStrictEqual, deepEqual, notDeepEqual, deepStrictEqual, notDeepStrictEqual, throws,
+    fail: (m) => fail(m, "Failed"), AssertionError };
+  const ks = objectKeys(methods);
+  for (let i = 0; i < ks.length; i++) defineProperty(a, ks[i], { value: methods[ks[i]], enumerable: true });
+  return a;
+}
+const strictAssert = makeAssert(true);
+const assertModule = makeAssert(false);
+defineProperty(assertModule, "strict", { value: strictAssert, enumerable: true });
+defineProperty(strictAssert, "strict", { value: strictAssert, enumerable: true });
+freeze(assertModule);
+freeze(strictAssert);
+const modules = {
+  fs: fsModule, "node:fs": fsModule, readline: readlineModule, "node:readline": readlineModule,
+  assert: assertModule, "node:assert": assertModule, "assert/strict": strictAssert, "node:assert/strict": strictAssert,
+};
+freeze(modules);
+defineProperty(g, "require", {
+  value: (name) => {
+    if (typeof name !== "string" || !hasOwn(modules, name)) throw new ErrorCtor("Cannot find module '" + StringCtor(name) + "'");
+    return modules[name];
+  },
+  writable: false,
+  configurable: false,
+  enumerable: false,
+});
 g.process = process;
-g.console = { log: line(out), info: line(out), debug: line(out), error: line(err), warn: line(err) };
+// console.assert: as Node's (a line on stderr) while the program runs; in the tests, a failed test
+let testing = false;
+const consoleAssert = (v, ...message) => {
+  if (v) return;
+  const text = message.length > 0 ? message.map(fmt).join(" ") : "";
+  if (testing) throw new AssertionError(text === "" ? "console.assert" : text);
+  put(err, "Assertion failed" + (text === "" ? "" : ": " + text) + "\n");
+};
+const consoleObject = { log: line(out), info: line(out), debug: line(out), error: line(err), warn: line(err) };
+defineProperty(consoleObject, "assert", { value: consoleAssert, writable: false, configurable: false, enumerable: true });
+defineProperty(g, "console", { value: consoleObject, writable: false, configurable: false, enumerable: false });
 g.print = line(out);
 g.readline = () => (lineAt < lines.length ? lines[lineAt++] : undefined);
 g.module = { exports: {} };
@@ -139,6 +236,8 @@ return {
     } catch (e) { return e === EXIT ? "\u0000exit" : "\u0000opaque"; }
   },
   state: () => jsonStringify({ out: out.text, err: err.text, over, exited, exitCode }),
+  // the tests start: a failed console.assert is a failed test from here on
+  testing() { testing = true; },
 };
 function describe(e) {
   try {
@@ -221,7 +320,12 @@ export class JsRunner implements CodeRunner {
       try {
         script = isolate.compileScriptSync(request.program, { filename: "program.js" });
       } catch (error) {
-        return this.finish(state, { status: "syntax_error", message: errorText(error), exitCode: 1, completed: false }, cpu());
+        return this.finish(
+          state,
+          { status: "syntax_error", message: errorText(error), exitCode: 1, completed: false },
+          cpu(),
+          request.limits.outputBytes,
+        );
       }
       const thrown = (error: unknown): boolean => {
         // the harness's own throw (process.exit, output past its limit) is no exception of the program's
@@ -230,6 +334,19 @@ export class JsRunner implements CodeRunner {
       };
       let failed = false;
       try {
+        if (request.before !== undefined) {
+          try {
+            isolate.compileScriptSync(request.before, { filename: "setup.js" }).runSync(context, { timeout: left() });
+          } catch (error) {
+            thrown(error);
+            return this.finish(
+              state,
+              { status: "runtime_error", message: `the tests' setup code failed: ${errorText(error)}`, exitCode: 1, completed: false },
+              cpu(),
+              request.limits.outputBytes,
+            );
+          }
+        }
         script.runSync(context, { timeout: left() });
         const delivered = ref("deliver").applySync(undefined, [], { timeout: left() });
         if (typeof delivered === "string" && delivered !== "") {
@@ -249,6 +366,7 @@ export class JsRunner implements CodeRunner {
       if (s.exited || s.over) failed = true;
       if (!failed && request.after !== undefined) {
         try {
+          ref("testing").applySync(undefined, [], { timeout: left() });
           isolate.compileScriptSync(request.after, { filename: "tests.js" }).runSync(context, { timeout: left() });
           completed = true;
         } catch (error) {
@@ -296,6 +414,7 @@ export class JsRunner implements CodeRunner {
         state,
         { status, message, exitCode: status === "runtime_error" ? 1 : 0, completed, returned, returnedOpaque },
         cpu(),
+        request.limits.outputBytes,
       );
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);
@@ -303,7 +422,15 @@ export class JsRunner implements CodeRunner {
         return { status: "time_limit", stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs: cpu() };
       if (isolate.isDisposed || /memory limit|disposed/i.test(text)) {
         this.isolate = undefined;
-        return { status: "memory_limit", stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs: cpu() };
+        return {
+          status: "memory_limit",
+          stdout: "",
+          stderr: "",
+          exitCode: 1,
+          completed: false,
+          cpuMs: cpu(),
+          message: "memory limit: the run went past its isolate's memory",
+        };
       }
       throw new RunnerFailure(`the JavaScript runner failed: ${text}`);
     } finally {
@@ -331,6 +458,7 @@ export class JsRunner implements CodeRunner {
     state: ivm.Reference,
     r: { status: RunStatus; message?: string; exitCode: number; completed: boolean; returned?: unknown; returnedOpaque?: boolean },
     cpuMs: number,
+    outputBytes: number,
   ): RunResult {
     const s = this.readState(state);
     let status = r.status;
@@ -338,7 +466,7 @@ export class JsRunner implements CodeRunner {
     let message = r.message;
     if (s.over) {
       status = "output_limit";
-      message = undefined;
+      message = `output limit: more than ${outputBytes} bytes of output`;
     } else if (s.exited) {
       exitCode = s.exitCode;
       status = s.exitCode === 0 ? (status === "syntax_error" ? status : "ok") : "runtime_error";

@@ -311,7 +311,23 @@ g.__gradebox_code_run = (requestJson) => {
     }
   }
   let step;
-  try {
+  let setup = "ok";
+  if (typeof req.before === "string") {
+    // the tests' setup (trusted data) in the namespace the program then runs in, as MBPP's harness does
+    try {
+      const s = runProgram(req.before, ns);
+      const kind = s.get(0);
+      const message = s.get(1);
+      destroyAll(s);
+      if (kind !== "ok") setup = "the tests' setup code failed: " + String(message || kind);
+    } catch (e) {
+      failed = "the interpreter stopped: " + pyMessage(e);
+      setup = pyMessage(e);
+    }
+  }
+  if (setup !== "ok") {
+    result.status = "runtime_error"; result.exitCode = 1; result.message = setup.slice(0, ${MAX_MESSAGE});
+  } else try {
     step = runProgram(req.program, ns);
   } catch (e) {
     // what escaped the program's own try: the interpreter itself (os._exit, a fatal error)
@@ -476,6 +492,7 @@ export class PythonRunner implements CodeRunner {
     const payload = JSON.stringify({
       program: request.program,
       stdin: request.stdin ?? "",
+      ...(request.before === undefined ? {} : { before: request.before }),
       ...(request.after === undefined ? {} : { after: request.after }),
       ...(request.call === undefined
         ? {}
@@ -484,9 +501,13 @@ export class PythonRunner implements CodeRunner {
     });
     let raw: unknown;
     let stop: RunStatus | undefined;
+    let stoppedAt: number | undefined;
+    const started = performance.now();
     try {
       raw = entry.applySync(undefined, [payload], { timeout: request.limits.cpuMs });
     } catch (error) {
+      // the time it took, before a canary run or a new isolate blurs it (a dead isolate has no clock: the wall's then)
+      stoppedAt = isolate.isDisposed ? performance.now() - started : Number(isolate.cpuTime - cpuBefore) / 1e6;
       const message = error instanceof Error ? error.message : String(error);
       stop = message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
       // a run stopped by its time limit left nothing the next restore does not put back (memory,
@@ -500,8 +521,11 @@ export class PythonRunner implements CodeRunner {
       this.replace();
       return this.run(request);
     }
-    const cpuMs = Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6;
-    if (stop) return { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs };
+    const cpuMs = stoppedAt ?? Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6;
+    if (stop) {
+      const message = stop === "memory_limit" ? "memory limit: the run went past the interpreter's memory" : undefined;
+      return { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs, ...(message ? { message } : {}) };
+    }
     return this.read(raw, request, cpuMs);
   }
 
@@ -539,7 +563,14 @@ export class PythonRunner implements CodeRunner {
     const status = r.status as RunStatus;
     let message = typeof r.message === "string" ? r.message.slice(0, MAX_MESSAGE) : undefined;
     let final: RunStatus = status;
-    if (status === "runtime_error" && message?.startsWith("MemoryError")) final = "memory_limit";
+    if (status === "runtime_error" && message?.startsWith("MemoryError")) {
+      final = "memory_limit";
+      // CPython's MemoryError mostly says nothing ("MemoryError: ")
+      const detail = message.replace(/^MemoryError:?\s*/, "");
+      message = `memory limit: MemoryError${detail ? `: ${detail}` : " (the program ran out of memory)"}`;
+    }
+    // print past the limit raised OSError (EIO) in the program: the limit is what happened
+    if (status === "output_limit") message = `output limit: more than ${request.limits.outputBytes} bytes of output`;
     if (status === "runtime_error" && message?.startsWith("RecursionError") === false && /the interpreter stopped/.test(message ?? ""))
       message = message?.slice(0, MAX_MESSAGE);
     const result: RunResult = {

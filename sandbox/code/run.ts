@@ -26,6 +26,8 @@ export interface RunRequest {
   program: string;
   /** standard input (absent: empty) */
   stdin?: string;
+  /** the tests' setup, run before the program in its namespace (MBPP's test_imports, test_setup_code): trusted data, never the program's */
+  before?: string;
   /** code run after the program in its interpreter (assert-style tests); its end reached sets `completed` */
   after?: string;
   /** a function (or `Class.method`) the program defines, called with these JSON arguments; its value is `returned` */

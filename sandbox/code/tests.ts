@@ -4,22 +4,34 @@
 //
 //   APPS / TACO / verl        input_output: {inputs, outputs, fn_name?} (or its JSON text), or
 //                             those keys at the top: stdin tests, or call tests with fn_name
+//                             (an input is the list of arguments, or verl's text of one JSON
+//                             argument per line); verl's assert_case: assert tests
 //   CodeContests              public_tests / private_tests: {input: [...], output: [...]}
 //   LiveCodeBench             public_test_cases / private_test_cases (or public_tests /
 //                             private_tests): [{input, output, testtype: stdin|functional}] or its
 //                             JSON text; functional inputs are one JSON value per line, the
 //                             function's name in fn_name, func_name or metadata.func_name
 //   HumanEval                 test (defines check(candidate)) + entry_point: one assert test
-//   MBPP                      test_list: one assert test per line, after test_imports and test_setup_code
+//   MBPP                      test_list: one assert test per line; test_imports and
+//                             test_setup_code run before the program
+//   MultiPL-E                 tests: the test program, one assert test
 
 import type { CodeLanguage } from "./run.ts";
 import type { CodeSpec } from "./spec.ts";
 
 export type CodeTest =
   | { kind: "stdin"; stdin: string; expected: string }
-  | { kind: "assert"; code: string }
-  /** `alsoFirst`: APPS wraps a call's expected value in a list: [v] also accepts v */
-  | { kind: "call"; name: string; args: unknown[]; expected: unknown; alsoFirst?: boolean };
+  /**
+   * `before`: run before the program, in its namespace (MBPP's test_imports and test_setup_code);
+   * `stdin` and `expected` (stdout): verl's assert_case rows may carry them
+   */
+  | { kind: "assert"; code: string; before?: string; stdin?: string; expected?: string }
+  /**
+   * `alsoFirst`: APPS wraps a call's expected value in a list: [v] also accepts v. `printed`:
+   * verl's call-based rows give the expected value as its wrapper prints it (str(v), JSON for
+   * lists, dicts, booleans and None)
+   */
+  | { kind: "call"; name: string; args: unknown[]; expected: unknown; alsoFirst?: boolean; printed?: boolean };
 
 export class TestsError extends Error {}
 
@@ -86,8 +98,9 @@ interface Ctx {
   language: CodeLanguage;
 }
 
-/** APPS / TACO / verl: {inputs, outputs, fn_name?} */
+/** APPS / TACO / verl: {inputs, outputs, fn_name?}, or verl's {assert_case, inputs?, outputs?} */
 function inputsOutputs(io: Record<string, unknown>, what: string, ctx: Ctx): CodeTest[] {
+  if (own(io, "assert_case") !== undefined) return assertCases(io, what, ctx);
   const inputs = list(own(io, "inputs"), `${what}.inputs`, ctx.max);
   const outputs = list(own(io, "outputs"), `${what}.outputs`, ctx.max);
   if (inputs.length !== outputs.length) {
@@ -102,10 +115,55 @@ function inputsOutputs(io: Record<string, unknown>, what: string, ctx: Ctx): Cod
     }));
   }
   const name = callName(functionName(fn, `${what}.fn_name`), ctx.program, ctx.language);
-  return inputs.map((args, i) => {
-    if (!Array.isArray(args)) throw new TestsError(`${what}.inputs[${i}] must be the list of the call's arguments (fn_name is set)`);
-    return { kind: "call", name, args, expected: outputs[i], alsoFirst: true };
+  return inputs.map((input, i) => {
+    if (Array.isArray(input)) return { kind: "call", name, args: input, expected: outputs[i], alsoFirst: true };
+    if (typeof input !== "string") {
+      throw new TestsError(
+        `${what}.inputs[${i}] must be the list of the call's arguments, or their text, one JSON value per line (fn_name is set)`,
+      );
+    }
+    // verl's sandbox-fusion wrapper: one JSON argument per line, the expected value as it prints the returned one
+    const args = jsonLines(text(input, `${what}.inputs[${i}]`), `${what}.inputs[${i}]`);
+    const expected = outputs[i];
+    if (typeof expected === "string") return { kind: "call", name, args, expected: text(expected, `${what}.outputs[${i}]`), printed: true };
+    return { kind: "call", name, args, expected, alsoFirst: true };
   });
+}
+
+/**
+ * verl's assert_case (its compute_score): each case is test code run after the program, with
+ * inputs[i] as stdin when given and outputs[i], when not null, the stdout expected as well.
+ */
+function assertCases(io: Record<string, unknown>, what: string, ctx: Ctx): CodeTest[] {
+  const cases = list(own(io, "assert_case"), `${what}.assert_case`, ctx.max);
+  const inputs = own(io, "inputs") === undefined ? undefined : list(own(io, "inputs"), `${what}.inputs`, ctx.max);
+  const outputs = own(io, "outputs") === undefined ? undefined : list(own(io, "outputs"), `${what}.outputs`, ctx.max);
+  for (const [key, l] of [
+    ["inputs", inputs],
+    ["outputs", outputs],
+  ] as const) {
+    if (l && l.length !== cases.length) {
+      throw new TestsError(`${what} has ${cases.length} assert_case but ${l.length} ${key}; they pair up one to one`);
+    }
+  }
+  return cases.map((c, i) => {
+    const input = inputs?.[i];
+    const output = outputs?.[i];
+    return {
+      kind: "assert",
+      code: code(c, `${what}.assert_case[${i}]`),
+      ...(input === undefined || input === null || input === "" ? {} : { stdin: text(input, `${what}.inputs[${i}]`) }),
+      ...(output === undefined || output === null ? {} : { expected: text(output, `${what}.outputs[${i}]`) }),
+    };
+  });
+}
+
+/** one JSON value per line (blank lines skipped): a call's arguments as verl and LiveCodeBench write them */
+function jsonLines(input: string, what: string): unknown[] {
+  return input
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line, j) => jsonValue(line, `${what} line ${j + 1}`));
 }
 
 /** CodeContests' {input: [], output: []}, or LiveCodeBench's [{input, output, testtype}] */
@@ -132,11 +190,7 @@ function testSet(v: unknown, what: string, row: Record<string, unknown>, ctx: Ct
       return { kind: "stdin", stdin: text(own(c, "input"), `${at}.input`), expected: text(own(c, "output"), `${at}.output`) };
     if (type !== "functional") throw new TestsError(`${at}.testtype must be "stdin" or "functional"`);
     const name = callName(functionName(lcbFunctionName(row), "the functional test's function name (fn_name)"), ctx.program, ctx.language);
-    const input = text(own(c, "input"), `${at}.input`);
-    const args = input
-      .split("\n")
-      .filter((line) => line.trim() !== "")
-      .map((line, j) => jsonValue(line, `${at}.input line ${j + 1}`));
+    const args = jsonLines(text(own(c, "input"), `${at}.input`), `${at}.input`);
     return { kind: "call", name, args, expected: jsonValue(text(own(c, "output"), `${at}.output`), `${at}.output`) };
   });
 }
@@ -174,7 +228,7 @@ function humanEval(row: Record<string, unknown>, language: CodeLanguage): CodeTe
   return [{ kind: "assert", code: defines.test(test) ? `${test}\n\ncheck(${name})\n` : test }];
 }
 
-/** MBPP: each assert line is a test, after the imports and setup code */
+/** MBPP: each assert line is a test; the imports and setup code run before the program, in its namespace, as MBPP's harness does */
 function mbpp(row: Record<string, unknown>, max: number): CodeTest[] {
   const lines = list(own(row, "test_list"), "test_list", max);
   const imports = own(row, "test_imports");
@@ -185,10 +239,7 @@ function mbpp(row: Record<string, unknown>, max: number): CodeTest[] {
     .filter((s) => s.trim() !== "")
     .join("\n");
   if (prefix.length > MAX_TEST_CODE) throw new TestsError(`test_imports and test_setup_code are longer than ${MAX_TEST_CODE} characters`);
-  return lines.map((l, i) => ({
-    kind: "assert",
-    code: prefix ? `${prefix}\n${code(l, `test_list[${i}]`)}\n` : `${code(l, `test_list[${i}]`)}\n`,
-  }));
+  return lines.map((l, i) => ({ kind: "assert", code: `${code(l, `test_list[${i}]`)}\n`, ...(prefix ? { before: `${prefix}\n` } : {}) }));
 }
 
 /** Where the spec says the tests are: metadata itself, or the value at testsKey (a dotted path). */
@@ -203,8 +254,8 @@ export function testsRow(metadata: unknown, testsKey: string | undefined): Recor
 }
 
 const KNOWN =
-  "input_output or inputs/outputs (APPS, TACO, verl), public_tests/private_tests (CodeContests), " +
-  "public_test_cases/private_test_cases (LiveCodeBench), test + entry_point (HumanEval) or test_list (MBPP)";
+  "input_output or inputs/outputs (APPS, TACO, verl), assert_case (verl), public_tests/private_tests (CodeContests), " +
+  "public_test_cases/private_test_cases (LiveCodeBench), test + entry_point (HumanEval), test_list (MBPP) or tests (MultiPL-E)";
 
 /**
  * The item's tests, in order. `program` and `language` decide LeetCode-style calls (Solution.method)
@@ -222,7 +273,7 @@ export function readTests(
     const parsed = typeof io === "string" ? parseJsonText(io, "input_output") : io;
     if (!isObject(parsed)) throw new TestsError("input_output must be an object {inputs, outputs, fn_name?} or its JSON text");
     tests = inputsOutputs(parsed, "input_output", ctx);
-  } else if (own(row, "inputs") !== undefined || own(row, "outputs") !== undefined) {
+  } else if (own(row, "inputs") !== undefined || own(row, "outputs") !== undefined || own(row, "assert_case") !== undefined) {
     tests = inputsOutputs(row, "metadata", ctx);
   } else {
     const sets = ["public_tests", "private_tests", "public_test_cases", "private_test_cases"].filter((k) => own(row, k) !== undefined);
@@ -233,6 +284,9 @@ export function readTests(
       tests = mbpp(row, spec.maxTests);
     } else if (own(row, "test") !== undefined) {
       tests = humanEval(row, program.language);
+    } else if (own(row, "tests") !== undefined) {
+      // MultiPL-E: the whole test program (it calls the function itself)
+      tests = [{ kind: "assert", code: code(own(row, "tests"), "tests") }];
     }
   }
   if (tests === undefined) throw new TestsError(`the item carries no tests: its metadata needs one of ${KNOWN}`);

@@ -2,34 +2,45 @@
 // lines. Everything a worker says is hostile input: each reader checks shape and bounds and
 // copies what it keeps, and no loop runs over a length or index a worker sent.
 
+import { CODE_ABSTAIN_CODES, CODE_ERROR_CODES } from "../code/outcomes.ts";
 import { MAX_MESSAGE, MAX_RESULT, type ValidationResult, type Verdict, type WorkerReply } from "../protocol/replies.ts";
 import { CHECKS, type CheckFailure, type GradeOutcome, type GraderShape, SANDBOX_ERROR_CODES } from "../validate/checks.ts";
 
-const CODES = new Set<string>(SANDBOX_ERROR_CODES);
+/** The codes a worker may answer an item with beside a score: a grader's own words, or a code grader's. */
+export interface OutcomeCodes {
+  errors: ReadonlySet<string>;
+  abstentions: ReadonlySet<string>;
+}
+/**
+ * A grader's isolate: the sandbox's errors, and only GRADER_ABSTAINED (a deadline or an
+ * unavailable judge is the host's to say).
+ */
+export const GRADER_CODES: OutcomeCodes = { errors: new Set(SANDBOX_ERROR_CODES), abstentions: new Set(["GRADER_ABSTAINED"]) };
+/** A code grader's worker (sandbox/code/outcomes.ts): exactly what the code path answers, never a grader's isolate's. */
+export const CODE_GRADER_CODES: OutcomeCodes = { errors: new Set(CODE_ERROR_CODES), abstentions: new Set(CODE_ABSTAIN_CODES) };
 const MAX_VERDICT_LINE = 4096;
 
 const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
 
 /**
- * An abstention as a worker may report one: exactly {abstained: {code, reason}}, the code the
- * grader's own (GRADER_ABSTAINED; a deadline or an unavailable judge is the host's to say), the
- * reason a bounded string.
+ * An abstention as a worker may report one: exactly {abstained: {code, reason}}, the code one
+ * of `codes`, the reason a bounded string.
  */
-function isAbstention(o: Record<string, unknown>): boolean {
+function isAbstention(o: Record<string, unknown>, codes: OutcomeCodes): boolean {
   const a = o.abstained;
   if (Object.keys(o).length !== 1 || !isRecord(a) || Object.keys(a).length !== 2) return false;
-  return a.code === "GRADER_ABSTAINED" && typeof a.reason === "string" && a.reason.length <= MAX_MESSAGE + 1;
+  return codes.abstentions.has(a.code as string) && typeof a.reason === "string" && a.reason.length <= MAX_MESSAGE + 1;
 }
 
-/** One outcome as the engine builds it; anything else is a malformed reply. */
-function isOutcome(o: unknown): o is GradeOutcome {
+/** One outcome as the engine builds it, its codes among `codes`; anything else is a malformed reply. */
+function isOutcome(o: unknown, codes: OutcomeCodes): o is GradeOutcome {
   if (!isRecord(o)) return false;
-  if ("abstained" in o) return isAbstention(o);
+  if ("abstained" in o) return isAbstention(o, codes);
   if ("error" in o) {
     const e = o.error;
     return (
       isRecord(e) &&
-      CODES.has(e.code as string) &&
+      codes.errors.has(e.code as string) &&
       typeof e.message === "string" &&
       e.message.length <= MAX_MESSAGE + 1 &&
       (e.line === undefined ? e.column === undefined : isPosition(e.line) && isPosition(e.column))
@@ -46,8 +57,9 @@ function isOutcome(o: unknown): o is GradeOutcome {
 
 /**
  * A slice's outcomes: with the `aside` items it set aside, at least `least` (1; 0 for a slice
- * its deadline stopped), at most the `left` items the slice may cover, each well-formed, and
- * (`ends`, with groups) ending where a group does.
+ * its deadline stopped), at most the `left` items the slice may cover, each well-formed with
+ * `codes` (a code grader's are CODE_GRADER_CODES), and (`ends`, with groups) ending where a
+ * group does.
  */
 export function wellFormedSlice(
   outcomes: unknown,
@@ -55,10 +67,11 @@ export function wellFormedSlice(
   ends: (n: number) => boolean = () => true,
   least = 1,
   aside = 0,
+  codes: OutcomeCodes = GRADER_CODES,
 ): outcomes is GradeOutcome[] {
   if (!Array.isArray(outcomes)) return false;
   const covered = outcomes.length + aside;
-  return covered >= least && covered <= left && (covered === 0 || ends(covered)) && outcomes.every(isOutcome);
+  return covered >= least && covered <= left && (covered === 0 || ends(covered)) && outcomes.every((o) => isOutcome(o, codes));
 }
 
 /**

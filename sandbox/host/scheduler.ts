@@ -11,7 +11,15 @@ import { type GraderCode, hardDeadline, type SliceOptions, type WorkerRequest } 
 import type { GradeErrorCode, GradeOutcome, Language } from "../validate/checks.ts";
 import { blame } from "./blame.ts";
 import { FairQueue, fairShare, type Occupancy } from "./fair-queue.ts";
-import { checkedAside, checkedValidation, failureMessage, wellFormedSlice, wellFormedStats } from "./replies.ts";
+import {
+  CODE_GRADER_CODES,
+  checkedAside,
+  checkedValidation,
+  failureMessage,
+  GRADER_CODES,
+  wellFormedSlice,
+  wellFormedStats,
+} from "./replies.ts";
 import { type PoolOptions, SandboxCrashError, SandboxUnavailableError } from "./sandbox.ts";
 import type { Supervisor, WorkerHandle } from "./supervisor.ts";
 import {
@@ -272,7 +280,14 @@ export class Scheduler {
       (stopped && task.deadlineAt === undefined) ||
       aside === undefined ||
       (retry && task.aside[0] !== from) ||
-      !wellFormedSlice(outcomes, left, (n) => isStart(from + n), stopped ? 0 : 1, aside.length)
+      !wellFormedSlice(
+        outcomes,
+        left,
+        (n) => isStart(from + n),
+        stopped ? 0 : 1,
+        aside.length,
+        task.grader.language === "code" ? CODE_GRADER_CODES : GRADER_CODES,
+      )
     ) {
       this.trust.note(task.grader.id, true);
       finish(task, { code: "SANDBOX_CRASHED", message: "the sandbox worker's reply was malformed" });

@@ -8,15 +8,15 @@
 import { ROLES } from "../../sdk/thread.ts";
 import { gradeThread } from "../code/grade.ts";
 import { JsRunner } from "../code/js-runner.ts";
+import type { CodeOutcome } from "../code/outcomes.ts";
 import { PythonRunner } from "../code/python-runner.ts";
 import type { CodeLanguage, CodeRunner } from "../code/run.ts";
 import { parseCodeSpec, type WorkerCodeSpec } from "../code/spec.ts";
 import { SLOT } from "../isolate/slot.ts";
 import type { PackedBatch } from "../protocol/batch.ts";
-import type { SliceResult } from "../protocol/replies.ts";
+import { MAX_MESSAGE, type SliceResult } from "../protocol/replies.ts";
 import type { GraderCode, SliceOptions } from "../protocol/requests.ts";
 import type { PythonTemplate } from "../python/template.ts";
-import type { GradeOutcome } from "../validate/checks.ts";
 import type { CallWatch } from "./runtime.ts";
 
 interface Thread {
@@ -123,7 +123,8 @@ export function gradeCodeSlice(
   const threads = unpackThreads(batch);
   const count = Math.min(batch.count, options.end);
   const slot = progress ? new Float64Array(progress) : undefined;
-  const outcomes: GradeOutcome[] = [];
+  // only a code grader's words: the host refuses any other code from this path (host/replies.ts)
+  const outcomes: CodeOutcome[] = [];
   const started = Date.now();
   let stopped = false;
   for (let i = from; i < count; i++) {
@@ -136,7 +137,7 @@ export function gradeCodeSlice(
       prepare(spec.languages, spec.limits.memoryMb);
     } catch (error) {
       // the runner could not start: this item, and the rest of the slice, abstain (the service's fault, not the program's)
-      const message = error instanceof Error ? error.message : String(error);
+      const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_MESSAGE);
       while (i < count) {
         outcomes.push({ abstained: { code: "RUNNER_UNAVAILABLE", reason: message } });
         i++;
@@ -171,7 +172,8 @@ export function gradeCodeSlice(
     try {
       outcomes.push(gradeThread(spec, threads[i], runnerFor));
     } catch (error) {
-      outcomes.push({ error: { code: "GRADER_ERROR", message: error instanceof Error ? error.message : String(error) } });
+      const message = error instanceof Error ? error.message : String(error);
+      outcomes.push({ error: { code: "GRADER_ERROR", message: message.slice(0, MAX_MESSAGE) } });
     } finally {
       watch.end();
     }

@@ -25,15 +25,27 @@ export async function sandboxFusionRoutes(
   { config, store, grading, metrics }: { config: Config; store: Store; grading: Grading; metrics: Metrics },
 ) {
   const Body = requestSchema(config.maxContent);
+  /** what a refusal or a 504 told the caller (its detail), for the warn line: verl logs nothing of it */
+  const reasons = new WeakMap<FastifyRequest, string>();
   fastify.addHook("onRequest", authenticateToken(store.cache));
+  fastify.addHook("onSend", async (req, reply, payload) => {
+    if (reply.statusCode >= 400 && typeof payload === "string" && payload.length <= 64 * 1024) {
+      try {
+        const detail = (JSON.parse(payload) as { detail?: unknown }).detail;
+        if (typeof detail === "string") reasons.set(req, detail.slice(0, 500));
+      } catch {}
+    }
+    return payload;
+  });
   fastify.addHook("onResponse", async (req, reply) => {
     if (reply.statusCode < 400) return;
     const outcome = reply.statusCode === 504 ? "busy" : "refused";
     const project = req.tokenGrant?.project ?? "unknown";
+    const reason = reasons.get(req) ?? `HTTP ${reply.statusCode}`;
     metrics.sandboxFusionCall(project, outcome);
     req.log.warn(
-      { project, status: reply.statusCode, outcome },
-      `sandbox-fusion run_code ${outcome === "busy" ? "answered 504 (verl retries it)" : "refused"}: verl scores the test 0`,
+      { project, status: reply.statusCode, outcome, reason },
+      `sandbox-fusion run_code ${outcome === "busy" ? "answered 504 (verl retries it)" : "refused"}: verl scores the test 0: ${reason}`,
     );
   });
 
