@@ -48,10 +48,17 @@ export function unpackThreads(batch: PackedBatch): Thread[] {
   return threads;
 }
 
-/** The worker's runners, made at first use and kept warm. */
-export class CodeRunners {
+/**
+ * One project's runners in a worker, made at first use and kept warm. A run starts from a clean
+ * interpreter, but the runner's isolate (its JavaScript side, which no restore puts back) is
+ * shared by the runs it serves: so it serves one project only, and a program that found a way
+ * into it could reach no other project's runs.
+ */
+export class ProjectRunners {
   private python: PythonRunner | undefined;
   private js: JsRunner | undefined;
+  /** what this set keeps resident (a Python runner's isolate and its baseline copy) */
+  bytes = 0;
   constructor(
     private readonly template: () => PythonTemplate,
     /** the worker's memory limit: a Python run's is the template's (its wasm maximum), a JavaScript run's is capped by it */
@@ -102,6 +109,47 @@ export class CodeRunners {
     this.js?.dispose();
     this.python = undefined;
     this.js = undefined;
+    this.bytes = 0;
+  }
+}
+
+/** projects whose runners a worker keeps warm at once (each Python set holds ~100 MB) */
+export const MAX_RUNNER_PROJECTS = 2;
+
+/** The worker's runners: a set per project, the least recently used disposed past MAX_RUNNER_PROJECTS. */
+export class CodeRunners {
+  private readonly sets = new Map<string, ProjectRunners>();
+  constructor(
+    private readonly template: () => PythonTemplate,
+    private readonly maxMb: number,
+  ) {}
+
+  /** the project's set, made when it has none (and the least recently used one disposed to make room) */
+  of(project: string): ProjectRunners {
+    let set = this.sets.get(project);
+    if (set) this.sets.delete(project);
+    else {
+      set = new ProjectRunners(this.template, this.maxMb);
+      for (const [oldest, old] of this.sets) {
+        if (this.sets.size < MAX_RUNNER_PROJECTS) break;
+        old.dispose();
+        this.sets.delete(oldest);
+      }
+    }
+    this.sets.set(project, set);
+    return set;
+  }
+
+  /** what every set keeps resident, together */
+  get bytes(): number {
+    let n = 0;
+    for (const set of this.sets.values()) n += set.bytes;
+    return n;
+  }
+
+  dispose(): void {
+    for (const set of this.sets.values()) set.dispose();
+    this.sets.clear();
   }
 }
 
@@ -109,7 +157,7 @@ export class CodeRunners {
 const itemBudgetMs = (spec: WorkerCodeSpec) => spec.maxTests * (spec.limits.cpuMs + 500);
 
 export function gradeCodeSlice(
-  runners: CodeRunners,
+  runners: ProjectRunners,
   watch: CallWatch,
   progress: SharedArrayBuffer | undefined,
   grader: GraderCode,

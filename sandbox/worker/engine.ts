@@ -18,7 +18,7 @@ import type { CheckFailure, GradeOutcome, Language } from "../validate/checks.ts
 import { MOCK_THREAD } from "../validate/checks.ts";
 import { bundle, checkSyntax } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
-import { CodeRunners, gradeCodeSlice } from "./code-slice.ts";
+import { CodeRunners, gradeCodeSlice, type ProjectRunners } from "./code-slice.ts";
 import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
 import {
@@ -119,11 +119,13 @@ export class Engine {
     return this.templateBytes + this.codeBytes;
   }
 
-  private prepareCode(languages: readonly CodeLanguage[], memoryMb: number): void {
+  private prepareCode(runners: ProjectRunners, languages: readonly CodeLanguage[], memoryMb: number): void {
     if (languages.includes("python")) this.python();
     const before = residentBytes();
-    if (!this.codeRunners.prepare(languages, memoryMb)) return;
-    this.codeBytes = Math.max(this.codeBytes, residentBytes() - before);
+    const others = this.codeRunners.bytes - runners.bytes;
+    if (!runners.prepare(languages, memoryMb)) return;
+    runners.bytes = Math.max(runners.bytes, residentBytes() - before);
+    this.codeBytes = Math.max(this.codeBytes, others + runners.bytes);
     this.onFixed(this.fixedBytes);
   }
 
@@ -187,10 +189,12 @@ export class Engine {
    * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
-    if (grader.language === "code")
-      return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
-        this.prepareCode(languages, memoryMb),
+    if (grader.language === "code") {
+      const runners = this.codeRunners.of(grader.project);
+      return gradeCodeSlice(runners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
+        this.prepareCode(runners, languages, memoryMb),
       );
+    }
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(
