@@ -13,6 +13,7 @@ import {
   JS_LEAKS,
   JS_TAMPER,
   JS_TAMPER_AFTER,
+  PYTHON_ESCAPES,
   PYTHON_INTERRUPTED,
   PYTHON_LEAKS,
   PYTHON_TAMPER,
@@ -115,6 +116,42 @@ describe("Python runner", () => {
       else fresh = seen;
     }
     assert.ok(runner.stats.kept >= 1, JSON.stringify(runner.stats));
+  });
+  for (const c of PYTHON_ESCAPES) {
+    test(`no way to JavaScript or raw memory: ${c.name}`, () => {
+      const r = run({ program: c.program });
+      assert.equal(r.status, "runtime_error", JSON.stringify(r));
+      assert.doesNotMatch(r.stdout, /escaped/);
+      // and the next run is whole (4 is still 4)
+      assert.equal(run({ program: "print(2 + 2)" }).stdout, "4\n");
+    });
+  }
+  test("the imports programs use still work after the runner cut Pyodide's layer away", () => {
+    const r = run({
+      program:
+        "import json, statistics, heapq, collections, re, math, itertools, functools, fractions, decimal\nprint(statistics.mean([1, 2]), json.dumps([1]))",
+    });
+    assert.deepEqual([r.status, r.stdout], ["ok", "1.5 [1]\n"]);
+  });
+  test("the tests see the builtins, not the program's top-level names that shadow them (MBPP rows)", () => {
+    const shadow =
+      "def f(x):\n    return x * 2\nabs = lambda *a: 0\nlen = lambda *a: 5\nisinstance = lambda *a: True\nsorted = lambda *a, **k: [5]\nall = lambda *a: True\n";
+    for (const row of [
+      "assert abs(f(2) - 5) < 1e-9",
+      "assert len(f(2)) == 5",
+      "assert isinstance(f(2), str)",
+      "assert sorted([f(2)]) == [5]",
+      "assert all([f(2) == 5])",
+    ]) {
+      const r = run({ program: shadow, after: row });
+      assert.equal(r.completed, false, row);
+    }
+    // the program's own names still reach the tests, and a program using them internally still works
+    const ok = run({
+      program: "def f(x):\n    return abs(x) * 2\nLIMIT = 3\n",
+      after: "assert f(-2) == 4 and LIMIT == 3 and abs(-1) == 1\n",
+    });
+    assert.equal(ok.completed, true, JSON.stringify(ok));
   });
   test("marshal: JSON data round-trips; non-data is opaque", () => {
     const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
