@@ -153,6 +153,23 @@ describe("Python runner", () => {
     });
     assert.equal(ok.completed, true, JSON.stringify(ok));
   });
+  for (const program of [
+    "import os\nos.close(0)",
+    "import os\nos.close(1)",
+    "import os\nos.close(2)",
+    "import os\nos.close(0)\nos.close(1)\nos.close(2)",
+    "import os\nfd = os.open('/dev/null', os.O_WRONLY)\nos.dup2(fd, 1)",
+    "import os\nfd = os.open('/dev/null', os.O_RDONLY)\nos.dup2(fd, 0)",
+    "import os\nos.set_blocking(0, False)\nos.set_blocking(1, False)",
+  ]) {
+    test(`standard streams are whole for the next runs after: ${program.split("\n").slice(1).join("; ")}`, () => {
+      run({ program });
+      for (let k = 0; k < 2; k++) {
+        const v = run({ program: "import sys\ns = input()\nprint(s)\nprint('e', file=sys.stderr)", stdin: "hi\n" });
+        assert.deepEqual([v.status, v.stdout, v.stderr], ["ok", "hi\n", "e\n"], JSON.stringify(v));
+      }
+    });
+  }
   test("marshal: JSON data round-trips; non-data is opaque", () => {
     const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
     const decoded = decodeMarshal(encodeMarshal(value));

@@ -337,6 +337,20 @@ for (const name of ["mknod", "mkdir", "symlink", "rename", "rmdir", "unlink", "c
   if (typeof f !== "function") continue;
   FS[name] = function (...args) { fsDirty = true; return reflectApply(f, this, args); };
 }
+// closing a base stream (os.close(0), the close inside os.dup2) would leave it closed for every
+// later run: the restore cannot reopen it, so the runner is replaced instead
+let baseStreamSet;
+for (const name of ["close", "closeStream"]) {
+  const f = FS[name];
+  if (typeof f !== "function") continue;
+  FS[name] = function (stream, ...args) {
+    try {
+      const s = typeof stream === "number" ? FS.streams[stream] : stream;
+      if (baseStreamSet && (baseStreamSet.has(s) || (typeof stream === "number" && stream <= 2))) fsDirty = true;
+    } catch { fsDirty = true; }
+    return reflectApply(f, this, [stream, ...args]);
+  };
+}
 const fsOpen = FS.open;
 FS.open = function (path, flags, ...rest) {
   // O_CREAT | O_TRUNC: an open that may make or empty a file
@@ -355,6 +369,9 @@ const base = (() => {
 const baseSp = M.___stack_pointer.value;
 const baseCwd = FS.cwd();
 const baseStreams = FS.streams.slice();
+baseStreamSet = new Set(baseStreams.filter((x) => x));
+// what fcntl and seeks change in place (flags, position): put back field by field
+const baseStreamFields = baseStreams.map((x) => (x ? { fd: x.fd, shared: x.shared ? { ...x.shared } : undefined } : undefined));
 const hiwire = [];
 for (let i = 0; ; i++) {
   let v;
@@ -376,6 +393,12 @@ function restore() {
   const streams = FS.streams;
   for (let i = streams.length - 1; i >= 0; i--) if (streams[i] !== baseStreams[i]) streams[i] = baseStreams[i];
   streams.length = baseStreams.length;
+  for (let i = 0; i < baseStreams.length; i++) {
+    const x = baseStreams[i];
+    const f = baseStreamFields[i];
+    if (!x || !f) continue;
+    try { x.fd = f.fd; if (f.shared && x.shared) Object.assign(x.shared, f.shared); } catch { fsDirty = true; }
+  }
 }
 
 const fromCharCode = String.fromCharCode;
