@@ -8,6 +8,7 @@ import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/pyth
 import type { RunRequest } from "../sandbox/code/run.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
+import { CodeRunners, MAX_PYTHON_RUNNERS } from "../sandbox/worker/code-slice.ts";
 import { Engine } from "../sandbox/worker/engine.ts";
 import {
   JS_LEAKS,
@@ -319,6 +320,45 @@ describe("the engine grades a code grader with its runners", () => {
       );
     } finally {
       engine.dispose();
+    }
+  });
+});
+
+describe("a worker's runners are per project", () => {
+  test("another project's runs never share a runner (isolate); the least recently used project's Python runner is disposed past the bound", () => {
+    const template = makeTemplate(128);
+    const runners = new CodeRunners(() => template, 128);
+    try {
+      const req = { language: "python" as const, limits, program: "print(6 * 7)" };
+      const seen = new Map<string, PythonRunner>();
+      for (const project of ["a", "b"]) {
+        runners.select(project);
+        const r = runners.runnerFor("python") as PythonRunner;
+        assert.equal(r.run(req).stdout, "42\n");
+        seen.set(project, r);
+      }
+      assert.notEqual(seen.get("a"), seen.get("b"));
+      runners.select("a");
+      assert.equal(runners.runnerFor("python"), seen.get("a"));
+      assert.equal(runners.runnerFor("javascript"), runners.runnerFor("javascript"));
+      runners.select("b");
+      const jsB = runners.runnerFor("javascript");
+      runners.select("a");
+      assert.notEqual(runners.runnerFor("javascript"), jsB);
+      // a third project: "b" (used least recently) gives its isolate back; "a" keeps its own
+      runners.select("c");
+      assert.equal((runners.runnerFor("python") as PythonRunner).run(req).stdout, "42\n");
+      assert.equal(runners.pythonCount, MAX_PYTHON_RUNNERS);
+      assert.equal(seen.get("b")?.started, false);
+      assert.equal(seen.get("a")?.started, true);
+      runners.select("b");
+      const fresh = runners.runnerFor("python") as PythonRunner;
+      assert.notEqual(fresh, seen.get("b"));
+      assert.equal(fresh.run(req).stdout, "42\n");
+      assert.equal(fresh.stats.isolates, 1);
+    } finally {
+      runners.dispose();
+      releaseTemplate(template);
     }
   });
 });

@@ -123,7 +123,8 @@ export class Engine {
     if (languages.includes("python")) this.python();
     const before = residentBytes();
     if (!this.codeRunners.prepare(languages, memoryMb)) return;
-    this.codeBytes = Math.max(this.codeBytes, residentBytes() - before);
+    // each project's Python runner holds its own isolate (CodeRunners keeps at most a few)
+    this.codeBytes = Math.max(this.codeBytes, (residentBytes() - before) * Math.max(1, this.codeRunners.pythonCount));
     this.onFixed(this.fixedBytes);
   }
 
