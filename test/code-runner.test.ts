@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { NonFiniteFloat } from "../sandbox/code/compare.ts";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
 import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
@@ -171,6 +172,24 @@ describe("Python runner", () => {
       }
     });
   }
+  test("call: big integers keep their digits, NaN is not null, a returned DAG is opaque (not expanded)", () => {
+    const call = (body: string) => run({ program: `def f(x):\n${body}\n`, call: { name: "f", args: [1] } });
+    assert.equal(call("    return 12345678901234567891").returned, 12345678901234567891n);
+    assert.deepEqual(call("    return [2**62 + 1000]").returned, [2n ** 62n + 1000n]);
+    const nan = call("    return float('nan')").returned;
+    assert.ok(nan instanceof NonFiniteFloat && nan.text === "nan");
+    const inf = call("    return [float('inf')]").returned as unknown[];
+    assert.ok(inf[0] instanceof NonFiniteFloat);
+    const dag = call("    v = [1]\n    for _ in range(26): v = [v, v]\n    return v");
+    assert.deepEqual([dag.returnedOpaque, dag.returned], [true, undefined]);
+    // a small DAG is data
+    assert.deepEqual(call("    v = [1]\n    return [v, v]").returned, [[1], [1]]);
+    // and a big integer argument reaches the function whole
+    assert.equal(
+      run({ program: "def f(x):\n    return x + 1\n", call: { name: "f", args: [12345678901234567890n] } }).returned,
+      12345678901234567891n,
+    );
+  });
   test("marshal: JSON data round-trips; non-data is opaque", () => {
     const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
     const decoded = decodeMarshal(encodeMarshal(value));

@@ -18,6 +18,7 @@
 import ivm from "isolated-vm";
 import type { PythonTemplate } from "../python/template.ts";
 import { startInterpreter } from "../python/template.ts";
+import { NonFiniteFloat } from "./compare.ts";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type RunStatus } from "./run.ts";
 
 /** the runner isolate's JavaScript heap: Pyodide's glue, the stdlib's bytes, the file system */
@@ -29,6 +30,8 @@ const MAX_MESSAGE = 2000;
 /** `returned`, as marshal bytes, read back at most */
 const MAX_RETURNED = 256 * 1024;
 const START_MS = 30_000;
+/** `returned`, decoded, at most this many values once expanded (back-references counted in full) */
+const MAX_RETURNED_NODES = 100_000;
 
 /**
  * The trusted script run once in the runner's isolate after the interpreter started: it takes
@@ -521,7 +524,10 @@ g.__gradebox_code_run = (requestJson) => {
           result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
         }
         if (result.completed) {
-          if (value === undefined || value === null || typeof value !== "object") {
+          if (typeof value === "number" && !Number.isFinite(value)) {
+            // JSON would make NaN null: said apart, so it equals nothing a test expects
+            result.nonFinite = value !== value ? "nan" : value > 0 ? "inf" : "-inf";
+          } else if (value === undefined || value === null || typeof value !== "object") {
             result.primitive = typeof value === "bigint" ? String(value) : value === undefined ? null : value;
             result.big = typeof value === "bigint";
           } else {
@@ -702,7 +708,11 @@ export class PythonRunner implements CodeRunner {
         if (decoded.ok) result.returned = decoded.value;
         else result.returnedOpaque = true;
       } else if (r.returnedOpaque === true) result.returnedOpaque = true;
-      else result.returned = r.big === true ? Number(r.primitive) : (r.primitive ?? null);
+      else if (typeof r.nonFinite === "string") result.returned = new NonFiniteFloat(r.nonFinite as "nan" | "inf" | "-inf");
+      else if (r.big === true) {
+        const big = BigInt(String(r.primitive));
+        result.returned = Number.isSafeInteger(Number(big)) ? Number(big) : big;
+      } else result.returned = r.primitive ?? null;
     }
     return result;
   }
@@ -738,8 +748,11 @@ export function decodeMarshal(bytes: Uint8Array): { ok: true; value: unknown } |
     at += n;
     return latin1 ? String.fromCharCode(...slice) : new TextDecoder("utf-8", { fatal: true }).decode(slice);
   };
+  // the value's size once expanded: a back-reference ('r') counts all it stands for, so a DAG
+  // (v = [v, v], 26 times) is opaque here instead of 2^26 nodes for JSON.stringify later
+  const sizes = new Map<unknown, number>();
   const read = (depth: number): unknown => {
-    if (depth > 100 || ++nodes > 100_000) throw new Opaque();
+    if (depth > 100 || ++nodes > MAX_RETURNED_NODES) throw new Opaque();
     need(1);
     const byte = bytes[at++];
     const flag = (byte & 0x80) !== 0;
@@ -772,13 +785,15 @@ export function decodeMarshal(bytes: Uint8Array): { ok: true; value: unknown } |
         at += 2 * digits;
         const big = n < 0 ? -v : v;
         const num = Number(big);
-        return keep(Number.isSafeInteger(num) ? num : num);
+        // past 2^53 the digits are kept (a double would make …891 equal …890)
+        return keep(Number.isSafeInteger(num) ? num : big);
       }
       case "g": {
         need(8);
         const v = view.getFloat64(at, true);
         at += 8;
-        return keep(Number.isFinite(v) ? v : Number.isNaN(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+        // NaN and ±inf equal nothing a test expects (not null, not the string "Infinity")
+        return keep(Number.isFinite(v) ? v : new NonFiniteFloat(Number.isNaN(v) ? "nan" : v > 0 ? "inf" : "-inf"));
       }
       case "u":
       case "t":
@@ -802,12 +817,15 @@ export function decodeMarshal(bytes: Uint8Array): { ok: true; value: unknown } |
         if (n < 0 || n > bytes.length) throw new Opaque();
         const arr: unknown[] = [];
         keep(arr);
+        const before = nodes;
         for (let k = 0; k < n; k++) arr.push(read(depth + 1));
+        sizes.set(arr, nodes - before + 1);
         return arr;
       }
       case "{": {
         const obj: Record<string, unknown> = Object.create(null);
         keep(obj);
+        const before = nodes;
         for (;;) {
           need(1);
           if (bytes[at] === 0x30) {
@@ -818,12 +836,23 @@ export function decodeMarshal(bytes: Uint8Array): { ok: true; value: unknown } |
           if (typeof key !== "string") throw new Opaque();
           obj[key] = read(depth + 1);
         }
-        return { ...obj };
+        const copy = { ...obj };
+        if (slot >= 0) refs[slot] = copy;
+        sizes.set(copy, nodes - before + 1);
+        return copy;
       }
       case "r": {
         const n = i32();
         if (n < 0 || n >= refs.length || refs[n] === undefined) throw new Opaque();
-        return refs[n];
+        const v = refs[n];
+        if (v !== null && typeof v === "object" && !(v instanceof NonFiniteFloat)) {
+          // a reference to a container still being read is a cycle: not data
+          const size = sizes.get(v);
+          if (size === undefined) throw new Opaque();
+          nodes += size;
+          if (nodes > MAX_RETURNED_NODES) throw new Opaque();
+        }
+        return v;
       }
       default:
         throw new Opaque();
@@ -861,8 +890,8 @@ export function encodeMarshal(value: unknown): Uint8Array {
     else if (typeof v === "number" && Number.isInteger(v) && Math.abs(v) <= 0x7fffffff) {
       out.push(0x69);
       i32(v);
-    } else if (typeof v === "number" && Number.isSafeInteger(v)) {
-      let m = BigInt(Math.abs(v));
+    } else if ((typeof v === "number" && Number.isSafeInteger(v)) || typeof v === "bigint") {
+      let m = typeof v === "bigint" ? (v < 0n ? -v : v) : BigInt(Math.abs(v));
       const digits: number[] = [];
       while (m > 0n) {
         digits.push(Number(m & 0x7fffn));
