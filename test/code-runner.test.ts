@@ -266,6 +266,28 @@ describe("JavaScript runner", () => {
       capped.dispose();
     }
   });
+  test("memory outside the isolate's limit is not available: WebAssembly.Memory, resizable and growable buffers", () => {
+    const small = { ...limits, memoryMb: 16 };
+    const wasm = run({
+      program: "const m = new WebAssembly.Memory({ initial: 4800 }); new Uint8Array(m.buffer).fill(7); console.log(m.buffer.byteLength)",
+      limits: small,
+    });
+    assert.equal(wasm.status, "runtime_error", JSON.stringify(wasm));
+    assert.match(wasm.message ?? "", /WebAssembly is not defined/);
+    const rab = run({
+      program: "const b = new ArrayBuffer(1, { maxByteLength: 2 ** 30 }); b.resize(300 * 2 ** 20); console.log(b.byteLength)",
+      limits: small,
+    });
+    assert.equal(rab.status, "runtime_error", JSON.stringify(rab));
+    assert.match(rab.message ?? "", /resizable buffers are not available/);
+    const sab = run({
+      program: "const b = new SharedArrayBuffer(1, { maxByteLength: 2 ** 30 }); b.grow(300 * 2 ** 20); console.log(b.byteLength)",
+      limits: small,
+    });
+    assert.equal(sab.status, "runtime_error", JSON.stringify(sab));
+    // ordinary buffers and typed arrays still work
+    assert.equal(run({ program: "console.log(new Uint8Array(new ArrayBuffer(1024)).length)", limits: small }).stdout, "1024\n");
+  });
   test("call and after", () => {
     assert.deepEqual(run({ program: "function f(a,b){return {s:a+b,l:[a,b]}}", call: { name: "f", args: [1, 2] } }).returned, {
       s: 3,
