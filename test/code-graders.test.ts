@@ -8,7 +8,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
-import { JS_TAMPER, JS_TAMPER_AFTER, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL, type TamperCase } from "./support/code-tamper.ts";
+import {
+  JS_TAMPER,
+  JS_TAMPER_AFTER,
+  PYTHON_ESCAPES,
+  PYTHON_TAMPER,
+  TAMPER_AFTER,
+  TAMPER_CALL,
+  type TamperCase,
+} from "./support/code-tamper.ts";
 import { call, startServer, type TestServer, thread } from "./support/helpers.ts";
 import { type Attempt, verlCallSandboxApi } from "./support/trainers.ts";
 
@@ -367,5 +375,32 @@ describe("grading programs", () => {
     ]);
     assert.ok(slow.every((r) => r.score === 0 && verdicts(r)?.[0] === "time_limit"));
     assert.equal(fast[0].score, 1);
+  });
+  test("a program of one project that tampers with its runner (streams closed, JavaScript sought, ctypes) changes nothing in another project's runs", async () => {
+    const tamper = [
+      "import os\nos.close(0)\nos.close(1)",
+      "import os\nfd = os.open('/dev/null', os.O_WRONLY)\nos.dup2(fd, 1)",
+      ...PYTHON_ESCAPES.map((e) => e.program),
+    ];
+    // several requests at once, to reach each worker
+    const attacks = await Promise.all(
+      [0, 1].map(() =>
+        gradeBatch(
+          "code",
+          "py",
+          tamper.map((p) => thread(fence("python", p), SUM_ROWS)),
+        ),
+      ),
+    );
+    for (const results of attacks) for (const r of results) assert.equal(r.score, 0);
+    const victim = await gradeBatch("other", "py", [
+      thread(fence("python", "a, b = map(int, input().split())\nprint(a + b)"), SUM_ROWS),
+      // a wrong program stays wrong
+      thread(fence("python", "def f(x):\n    return x * 2"), { test_list: ["assert f(2) == 5", "assert f(3) == 7"] }),
+    ]);
+    assert.deepEqual(
+      victim.map((r) => r.score),
+      [1, 0],
+    );
   });
 });
