@@ -376,6 +376,19 @@ describe("grading programs", () => {
     assert.ok(slow.every((r) => r.score === 0 && verdicts(r)?.[0] === "time_limit"));
     assert.equal(fast[0].score, 1);
   });
+  test("completions whose programs take their worker down (a sort the time limit cannot interrupt) fail alone: the code grader is not quarantined", async () => {
+    await create("code", { key: "js-sort", languages: ["javascript"], maxTests: 1, limits: { cpuMs: 10 } });
+    const sort = fence("js", "const a = []; a[2 ** 31] = 1; a[0] = 2; a.sort();");
+    for (let k = 0; k < 4; k++) {
+      const res = await call(s.app, "POST", "/v1/projects/code/graders/js-sort/grade-batch", {
+        threads: [thread(sort, { inputs: [""], outputs: ["x"] })],
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.notEqual(res.body.results[0].score, 1);
+    }
+    const honest = await gradeBatch("code", "js-sort", [thread(fence("js", "console.log(1)"), { inputs: [""], outputs: ["1"] })]);
+    assert.equal(honest[0].score, 1);
+  });
   test("a program of one project that tampers with its runner (streams closed, JavaScript sought, ctypes) changes nothing in another project's runs", async () => {
     const tamper = [
       "import os\nos.close(0)\nos.close(1)",
