@@ -221,7 +221,13 @@ def _gb_audit():
             bad.append(t.__name__)
         elif getattr(o, "__module__", None) == "_pyodide_core" and not isinstance(o, type):
             bad.append(getattr(o, "__name__", "?"))
-        elif t.__name__ == "module" and str(getattr(o, "__name__", "")).split(".")[0] in ("pyodide", "_pyodide", "_pyodide_core", "_ctypes", "ctypes", "js", "pyodide_js"):
+        else:
+            # a JsProxy is not tracked by the collector: found through what refers to it
+            for r in gc.get_referents(o):
+                if type(type(r)).__name__ == "_JsProxyMetaClass":
+                    bad.append("a JsProxy held by " + t.__name__)
+                    break
+        if t.__name__ == "module" and str(getattr(o, "__name__", "")).split(".")[0] in ("pyodide", "_pyodide", "_pyodide_core", "_ctypes", "ctypes", "js", "pyodide_js"):
             bad.append(o.__name__)
     return ",".join(bad[:20])
 ${"`"});
