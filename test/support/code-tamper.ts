@@ -173,8 +173,9 @@ export const PYTHON_ESCAPES: { name: string; program: string }[] = [
       "import gc\napi = next(o.jsproxy for o in gc.get_objects() if type(o).__name__ == 'JsLoader' and hasattr(o.jsproxy, 'FS'))\nG = api.constructor.constructor('return globalThis')()\nprint('escaped')\n",
   },
   {
-    name: "any JsProxy left in the heap",
-    program: "import gc\np = next(o for o in gc.get_objects() if type(type(o)).__name__ == '_JsProxyMetaClass')\nprint('escaped')\n",
+    name: "any JsProxy left in the heap (tracked, or held by a tracked object)",
+    program:
+      "import gc\np = next(r for o in gc.get_objects() for r in [o, *gc.get_referents(o)] if type(type(r)).__name__ == '_JsProxyMetaClass')\nprint('escaped')\n",
   },
   {
     name: "pyodide.ffi.to_js([1]).constructor.constructor",
