@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { sameOutput, sameValue } from "../sandbox/code/compare.ts";
+import { NonFiniteFloat, sameOutput, sameValue } from "../sandbox/code/compare.ts";
 import { extractProgram } from "../sandbox/code/extract.ts";
 import { gradeThread } from "../sandbox/code/grade.ts";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult } from "../sandbox/code/run.ts";
@@ -234,6 +234,36 @@ describe("compare", () => {
     assert.ok(!sameValue(0.1 + 0.2, 0.3, t("whitespace")));
     assert.ok(sameValue(0.1 + 0.2, 0.3, t("float")));
     assert.ok(!sameValue("1", 1, t("float")));
+  });
+  test("integers are exact: past 2^53 (bigint) and in float mode's integer tokens", () => {
+    assert.ok(!sameValue(12345678901234567891n, 12345678901234567890n, t("exact")));
+    assert.ok(sameValue(12345678901234567891n, 12345678901234567891n, t("float")));
+    assert.ok(!sameValue([2n ** 62n + 1000n], [2n ** 62n], t("float")));
+    assert.ok(sameValue(5, 5n, t("exact")));
+    assert.ok(!sameOutput("1000000999", "1000000000", { ...t("float"), relTol: 1e-6 }));
+    assert.ok(!sameOutput("12345678901234567891", "12345678901234567890", t("float")));
+    assert.ok(sameOutput("007 -0", "7 0", t("float")));
+    // a decimal token on either side: the tolerance applies
+    assert.ok(sameOutput("1000000000.0004", "1000000000", t("float")));
+  });
+  test("NaN and infinities equal nothing a test can expect", () => {
+    assert.ok(!sameValue(new NonFiniteFloat("nan"), null, t("float")));
+    assert.ok(!sameValue([new NonFiniteFloat("inf")], ["Infinity"], t("exact")));
+    assert.ok(!sameValue(Number.NaN, Number.NaN, t("float")));
+    assert.equal(JSON.stringify([new NonFiniteFloat("-inf")]), '["-inf"]');
+  });
+  test("hostile output is compared in linear time and answers right", () => {
+    assert.ok(!sameOutput(`${"\n".repeat(32000)}x`, "y", t("exact")));
+    assert.ok(sameOutput(`x${"\n".repeat(32000)}`, "x", t("exact")));
+    assert.ok(!sameOutput(`${"1".repeat(32000)}x`, "2", t("float")));
+    assert.ok(!sameOutput(`${"1".repeat(32000)}.5e`, "2", t("float")));
+    const fenced = `\`\`\`${"a".repeat(32000)}\``;
+    assert.equal(extractProgram(fenced, { languages: ["python"], extract: "fenced" }), undefined);
+    assert.deepEqual(extractProgram("```py3 x\nprint(1)\n```", { languages: ["python"], extract: "fenced" }), {
+      language: "python",
+      code: "print(1)",
+      from: "tagged",
+    });
   });
 });
 

@@ -11,7 +11,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
-import { JS_TAMPER, JS_TAMPER_AFTER, PYTHON_TAMPER, TAMPER_AFTER, TAMPER_CALL, type TamperCase } from "./support/code-tamper.ts";
+import {
+  JS_TAMPER,
+  JS_TAMPER_AFTER,
+  PYTHON_ESCAPES,
+  PYTHON_TAMPER,
+  TAMPER_AFTER,
+  TAMPER_CALL,
+  type TamperCase,
+} from "./support/code-tamper.ts";
 import { call, spawnServer, startServer, type TestServer, thread } from "./support/helpers.ts";
 import { type Attempt, verlCallSandboxApi } from "./support/trainers.ts";
 
@@ -413,5 +421,45 @@ describe("grading programs", () => {
     ]);
     assert.ok(slow.every((r) => r.score === 0 && verdicts(r)?.[0] === "time_limit"));
     assert.equal(fast[0].score, 1);
+  });
+  test("completions whose programs take their worker down (a sort the time limit cannot interrupt) fail alone: the code grader is not quarantined", async () => {
+    await create("code", { key: "js-sort", languages: ["javascript"], maxTests: 1, limits: { cpuMs: 10 } });
+    const sort = fence("js", "const a = []; a[2 ** 31] = 1; a[0] = 2; a.sort();");
+    for (let k = 0; k < 4; k++) {
+      const res = await call(s.app, "POST", "/v1/projects/code/graders/js-sort/grade-batch", {
+        threads: [thread(sort, { inputs: [""], outputs: ["x"] })],
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.notEqual(res.body.results[0].score, 1);
+    }
+    const honest = await gradeBatch("code", "js-sort", [thread(fence("js", "console.log(1)"), { inputs: [""], outputs: ["1"] })]);
+    assert.equal(honest[0].score, 1);
+  });
+  test("a program of one project that tampers with its runner (streams closed, JavaScript sought, ctypes) changes nothing in another project's runs", async () => {
+    const tamper = [
+      "import os\nos.close(0)\nos.close(1)",
+      "import os\nfd = os.open('/dev/null', os.O_WRONLY)\nos.dup2(fd, 1)",
+      ...PYTHON_ESCAPES.map((e) => e.program),
+    ];
+    // several requests at once, to reach each worker
+    const attacks = await Promise.all(
+      [0, 1].map(() =>
+        gradeBatch(
+          "code",
+          "py",
+          tamper.map((p) => thread(fence("python", p), SUM_ROWS)),
+        ),
+      ),
+    );
+    for (const results of attacks) for (const r of results) assert.equal(r.score, 0);
+    const victim = await gradeBatch("other", "py", [
+      thread(fence("python", "a, b = map(int, input().split())\nprint(a + b)"), SUM_ROWS),
+      // a wrong program stays wrong
+      thread(fence("python", "def f(x):\n    return x * 2"), { test_list: ["assert f(2) == 5", "assert f(3) == 7"] }),
+    ]);
+    assert.deepEqual(
+      victim.map((r) => r.score),
+      [1, 0],
+    );
   });
 });

@@ -3,16 +3,19 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { NonFiniteFloat } from "../sandbox/code/compare.ts";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
 import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
+import { CodeRunners, MAX_PYTHON_RUNNERS } from "../sandbox/worker/code-slice.ts";
 import { Engine } from "../sandbox/worker/engine.ts";
 import {
   JS_LEAKS,
   JS_TAMPER,
   JS_TAMPER_AFTER,
+  PYTHON_ESCAPES,
   PYTHON_INTERRUPTED,
   PYTHON_LEAKS,
   PYTHON_TAMPER,
@@ -116,6 +119,77 @@ describe("Python runner", () => {
     }
     assert.ok(runner.stats.kept >= 1, JSON.stringify(runner.stats));
   });
+  for (const c of PYTHON_ESCAPES) {
+    test(`no way to JavaScript or raw memory: ${c.name}`, () => {
+      const r = run({ program: c.program });
+      assert.equal(r.status, "runtime_error", JSON.stringify(r));
+      assert.doesNotMatch(r.stdout, /escaped/);
+      // and the next run is whole (4 is still 4)
+      assert.equal(run({ program: "print(2 + 2)" }).stdout, "4\n");
+    });
+  }
+  test("the imports programs use still work after the runner cut Pyodide's layer away", () => {
+    const r = run({
+      program:
+        "import json, statistics, heapq, collections, re, math, itertools, functools, fractions, decimal\nprint(statistics.mean([1, 2]), json.dumps([1]))",
+    });
+    assert.deepEqual([r.status, r.stdout], ["ok", "1.5 [1]\n"]);
+  });
+  test("the tests see the builtins, not the program's top-level names that shadow them (MBPP rows)", () => {
+    const shadow =
+      "def f(x):\n    return x * 2\nabs = lambda *a: 0\nlen = lambda *a: 5\nisinstance = lambda *a: True\nsorted = lambda *a, **k: [5]\nall = lambda *a: True\n";
+    for (const row of [
+      "assert abs(f(2) - 5) < 1e-9",
+      "assert len(f(2)) == 5",
+      "assert isinstance(f(2), str)",
+      "assert sorted([f(2)]) == [5]",
+      "assert all([f(2) == 5])",
+    ]) {
+      const r = run({ program: shadow, after: row });
+      assert.equal(r.completed, false, row);
+    }
+    // the program's own names still reach the tests, and a program using them internally still works
+    const ok = run({
+      program: "def f(x):\n    return abs(x) * 2\nLIMIT = 3\n",
+      after: "assert f(-2) == 4 and LIMIT == 3 and abs(-1) == 1\n",
+    });
+    assert.equal(ok.completed, true, JSON.stringify(ok));
+  });
+  for (const program of [
+    "import os\nos.close(0)",
+    "import os\nos.close(1)",
+    "import os\nos.close(2)",
+    "import os\nos.close(0)\nos.close(1)\nos.close(2)",
+    "import os\nfd = os.open('/dev/null', os.O_WRONLY)\nos.dup2(fd, 1)",
+    "import os\nfd = os.open('/dev/null', os.O_RDONLY)\nos.dup2(fd, 0)",
+    "import os\nos.set_blocking(0, False)\nos.set_blocking(1, False)",
+  ]) {
+    test(`standard streams are whole for the next runs after: ${program.split("\n").slice(1).join("; ")}`, () => {
+      run({ program });
+      for (let k = 0; k < 2; k++) {
+        const v = run({ program: "import sys\ns = input()\nprint(s)\nprint('e', file=sys.stderr)", stdin: "hi\n" });
+        assert.deepEqual([v.status, v.stdout, v.stderr], ["ok", "hi\n", "e\n"], JSON.stringify(v));
+      }
+    });
+  }
+  test("call: big integers keep their digits, NaN is not null, a returned DAG is opaque (not expanded)", () => {
+    const call = (body: string) => run({ program: `def f(x):\n${body}\n`, call: { name: "f", args: [1] } });
+    assert.equal(call("    return 12345678901234567891").returned, 12345678901234567891n);
+    assert.deepEqual(call("    return [2**62 + 1000]").returned, [2n ** 62n + 1000n]);
+    const nan = call("    return float('nan')").returned;
+    assert.ok(nan instanceof NonFiniteFloat && nan.text === "nan");
+    const inf = call("    return [float('inf')]").returned as unknown[];
+    assert.ok(inf[0] instanceof NonFiniteFloat);
+    const dag = call("    v = [1]\n    for _ in range(26): v = [v, v]\n    return v");
+    assert.deepEqual([dag.returnedOpaque, dag.returned], [true, undefined]);
+    // a small DAG is data
+    assert.deepEqual(call("    v = [1]\n    return [v, v]").returned, [[1], [1]]);
+    // and a big integer argument reaches the function whole
+    assert.equal(
+      run({ program: "def f(x):\n    return x + 1\n", call: { name: "f", args: [12345678901234567890n] } }).returned,
+      12345678901234567891n,
+    );
+  });
   test("marshal: JSON data round-trips; non-data is opaque", () => {
     const value = [1, -2, 2 ** 40, 1.5, "héllo", [true, null], { a: [] }];
     const decoded = decodeMarshal(encodeMarshal(value));
@@ -192,6 +266,28 @@ describe("JavaScript runner", () => {
       capped.dispose();
     }
   });
+  test("memory outside the isolate's limit is not available: WebAssembly.Memory, resizable and growable buffers", () => {
+    const small = { ...limits, memoryMb: 16 };
+    const wasm = run({
+      program: "const m = new WebAssembly.Memory({ initial: 4800 }); new Uint8Array(m.buffer).fill(7); console.log(m.buffer.byteLength)",
+      limits: small,
+    });
+    assert.equal(wasm.status, "runtime_error", JSON.stringify(wasm));
+    assert.match(wasm.message ?? "", /WebAssembly is not defined/);
+    const rab = run({
+      program: "const b = new ArrayBuffer(1, { maxByteLength: 2 ** 30 }); b.resize(300 * 2 ** 20); console.log(b.byteLength)",
+      limits: small,
+    });
+    assert.equal(rab.status, "runtime_error", JSON.stringify(rab));
+    assert.match(rab.message ?? "", /resizable buffers are not available/);
+    const sab = run({
+      program: "const b = new SharedArrayBuffer(1, { maxByteLength: 2 ** 30 }); b.grow(300 * 2 ** 20); console.log(b.byteLength)",
+      limits: small,
+    });
+    assert.equal(sab.status, "runtime_error", JSON.stringify(sab));
+    // ordinary buffers and typed arrays still work
+    assert.equal(run({ program: "console.log(new Uint8Array(new ArrayBuffer(1024)).length)", limits: small }).stdout, "1024\n");
+  });
   test("call and after", () => {
     assert.deepEqual(run({ program: "function f(a,b){return {s:a+b,l:[a,b]}}", call: { name: "f", args: [1, 2] } }).returned, {
       s: 3,
@@ -265,6 +361,45 @@ describe("the engine grades a code grader with its runners", () => {
       );
     } finally {
       engine.dispose();
+    }
+  });
+});
+
+describe("a worker's runners are per project", () => {
+  test("another project's runs never share a runner (isolate); the least recently used project's Python runner is disposed past the bound", () => {
+    const template = makeTemplate(128);
+    const runners = new CodeRunners(() => template, 128);
+    try {
+      const req = { language: "python" as const, limits, program: "print(6 * 7)" };
+      const seen = new Map<string, PythonRunner>();
+      for (const project of ["a", "b"]) {
+        runners.select(project);
+        const r = runners.runnerFor("python") as PythonRunner;
+        assert.equal(r.run(req).stdout, "42\n");
+        seen.set(project, r);
+      }
+      assert.notEqual(seen.get("a"), seen.get("b"));
+      runners.select("a");
+      assert.equal(runners.runnerFor("python"), seen.get("a"));
+      assert.equal(runners.runnerFor("javascript"), runners.runnerFor("javascript"));
+      runners.select("b");
+      const jsB = runners.runnerFor("javascript");
+      runners.select("a");
+      assert.notEqual(runners.runnerFor("javascript"), jsB);
+      // a third project: "b" (used least recently) gives its isolate back; "a" keeps its own
+      runners.select("c");
+      assert.equal((runners.runnerFor("python") as PythonRunner).run(req).stdout, "42\n");
+      assert.equal(runners.pythonCount, MAX_PYTHON_RUNNERS);
+      assert.equal(seen.get("b")?.started, false);
+      assert.equal(seen.get("a")?.started, true);
+      runners.select("b");
+      const fresh = runners.runnerFor("python") as PythonRunner;
+      assert.notEqual(fresh, seen.get("b"));
+      assert.equal(fresh.run(req).stdout, "42\n");
+      assert.equal(fresh.stats.isolates, 1);
+    } finally {
+      runners.dispose();
+      releaseTemplate(template);
     }
   });
 });

@@ -111,7 +111,7 @@ export function verdictOf(test: CodeTest, run: RunResult, spec: CodeSpec): TestV
   if (equal) return { verdict: "accepted", cpuMs };
   let shown: string;
   try {
-    shown = JSON.stringify(run.returned) ?? "undefined";
+    shown = JSON.stringify(run.returned, (_key, v) => (typeof v === "bigint" ? v.toString() : v)) ?? "undefined";
   } catch {
     shown = "(unprintable)";
   }

@@ -21,6 +21,29 @@ const MAX_MESSAGE = 2000;
 /** `returned` as JSON text, read at most */
 const MAX_RETURNED = 256 * 1024;
 
+/**
+ * Memory the isolate's limit does not count: a WebAssembly.Memory, and resizable (growable)
+ * buffers, whose pages are reserved outside V8's heap (300 MB passed a 16 MB limit). Gone from
+ * each run's context before anything else runs: WebAssembly, and resize/grow (which throw).
+ */
+const CONFINE = `(() => {
+"use strict";
+delete globalThis.WebAssembly;
+const refuse = function () { throw new RangeError("resizable buffers are not available to programs (their memory is outside the run's limit)"); };
+for (const [C, m] of [[globalThis.ArrayBuffer, "resize"], [globalThis.SharedArrayBuffer, "grow"]]) {
+  if (C && typeof C.prototype[m] === "function") Object.defineProperty(C.prototype, m, { value: refuse, writable: false, configurable: false });
+}
+})()`;
+const confineScripts = new WeakMap<ivm.Isolate, ivm.Script>();
+function confine(isolate: ivm.Isolate, context: ivm.Context): void {
+  let script = confineScripts.get(isolate);
+  if (!script) {
+    script = isolate.compileScriptSync(CONFINE, { filename: "gradebox:confine" });
+    confineScripts.set(isolate, script);
+  }
+  script.runSync(context, { timeout: 1000 });
+}
+
 /** Made in each run's context before the program: the harness, as one function of the run's settings. */
 const HARNESS = String.raw`(function (stdinText, limit) {
 "use strict";
@@ -287,6 +310,7 @@ export class JsRunner implements CodeRunner {
     let context: ivm.Context;
     try {
       context = isolate.createContextSync();
+      confine(isolate, context);
     } catch (error) {
       // the isolate is spent (a context could not be made within its limit): the next run gets a new one
       this.dispose();

@@ -46,10 +46,17 @@ const NAME = /^[A-Za-z_$][A-Za-z0-9_$]{0,99}(\.[A-Za-z_$][A-Za-z0-9_$]{0,99})?$/
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const own = (o: Record<string, unknown>, key: string): unknown => (Object.hasOwn(o, key) ? o[key] : undefined);
 
+/** integers past 2^53 keep their digits (as bigint): a returned value is compared with them exactly */
+const exactIntegers = (_key: string, value: unknown, context?: { source?: string }): unknown =>
+  typeof value === "number" && !Number.isSafeInteger(value) && typeof context?.source === "string" && /^-?\d+$/.test(context.source)
+    ? BigInt(context.source)
+    : value;
+const parseExact = (text: string): unknown => JSON.parse(text, exactIntegers as (key: string, value: unknown) => unknown);
+
 function parseJsonText(text: string, what: string): unknown {
   if (text.length > MAX_TESTS_JSON) throw new TestsError(`${what} is longer than ${MAX_TESTS_JSON} characters`);
   try {
-    return JSON.parse(text);
+    return parseExact(text);
   } catch {
     throw new TestsError(`${what} is a string but not JSON (LiveCodeBench's compressed private_test_cases must be decoded to JSON first)`);
   }
@@ -197,7 +204,7 @@ function testSet(v: unknown, what: string, row: Record<string, unknown>, ctx: Ct
 
 function jsonValue(s: string, what: string): unknown {
   try {
-    return JSON.parse(s);
+    return parseExact(s);
   } catch {
     throw new TestsError(`${what} must be JSON (a functional test's arguments are one JSON value per line)`);
   }

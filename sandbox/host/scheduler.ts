@@ -364,7 +364,9 @@ export class Scheduler {
     // answered at its deadline already: the loss is judged as any other (the watchdog holds a call
     // to the grader's own limit, never to the deadline), and nothing is graded again
     const answered = task.done;
-    if (loss.blamed) {
+    // a code grader's worker taken down by one completion's program is that completion's doing
+    // (contain() below blames the item): quarantining the grader would punish every honest one
+    if (loss.blamed && task.grader.language !== "code") {
       this.trust.note(task.grader.id, true);
       // threads graded with a source under validation have no stored grader: the project answers for them
       if (task.grader.id.startsWith(VALIDATION_ID)) this.events.emit("validationFault", task.project, loss.message);

@@ -1,6 +1,6 @@
 // A code grader's slices (issue 29): no grader isolate. Each item of the packed batch is decoded
 // here into a thread and graded by gradeThread (sandbox/code/grade.ts) with the worker's runners,
-// which are kept warm across slices and batches (one per language, fresh state per run). The
+// which are kept warm across slices and batches (one per language and project, fresh state per run). The
 // slice semantics are the isolate path's: sliceMs, single, end, deadlineAt; the watchdog and the
 // progress slot name the item running, so a run isolated-vm cannot interrupt costs its worker
 // and the pool blames that item.
@@ -48,31 +48,82 @@ export function unpackThreads(batch: PackedBatch): Thread[] {
   return threads;
 }
 
+/** how many projects' Python runners a worker keeps warm (each is an isolate of ~100 MB): the least recently used goes */
+export const MAX_PYTHON_RUNNERS = 2;
+/** and JavaScript runners (one small isolate each) */
+export const MAX_JS_RUNNERS = 4;
+
+interface ProjectRunners {
+  python?: PythonRunner;
+  js?: JsRunner;
+}
+
 /**
- * One project's runners in a worker, made at first use and kept warm. A run starts from a clean
- * interpreter, but the runner's isolate (its JavaScript side, which no restore puts back) is
- * shared by the runs it serves: so it serves one project only, and a program that found a way
- * into it could reach no other project's runs.
+ * The worker's runners, made at first use and kept warm, one set per project: a runner's
+ * restore is complete for what a program can reach, but a flaw in it would then reach only the
+ * same project's later runs, never another tenant's. Bounded: past MAX_PYTHON_RUNNERS projects
+ * the least recently used project's Python runner is disposed (a new one starts from the
+ * snapshot); likewise MAX_JS_RUNNERS.
  */
-export class ProjectRunners {
-  private python: PythonRunner | undefined;
-  private js: JsRunner | undefined;
-  /** what this set keeps resident (a Python runner's isolate and its baseline copy) */
-  bytes = 0;
+export class CodeRunners {
+  /** insertion order is use order: the first is the least recently used */
+  private readonly byProject = new Map<string, ProjectRunners>();
+  private current: ProjectRunners = {};
   constructor(
     private readonly template: () => PythonTemplate,
     /** the worker's memory limit: a Python run's is the template's (its wasm maximum), a JavaScript run's is capped by it */
     private readonly maxMb: number,
   ) {}
 
-  readonly runnerFor = (language: CodeLanguage): CodeRunner => {
-    if (language === "python") {
-      this.python ??= new PythonRunner(this.template());
-      return this.python;
+  /** The project whose items run next: its runners (made as needed), now the most recently used. */
+  select(project: string): void {
+    const runners = this.byProject.get(project) ?? {};
+    this.byProject.delete(project);
+    this.byProject.set(project, runners);
+    this.current = runners;
+  }
+
+  /** the Python runners alive (each holds an isolate) */
+  get pythonCount(): number {
+    let n = 0;
+    for (const r of this.byProject.values()) if (r.python) n++;
+    return n;
+  }
+
+  private evict(language: CodeLanguage): void {
+    const max = language === "python" ? MAX_PYTHON_RUNNERS : MAX_JS_RUNNERS;
+    let alive = 0;
+    for (const r of this.byProject.values()) if (language === "python" ? r.python : r.js) alive++;
+    for (const [project, r] of this.byProject) {
+      if (alive < max) break;
+      if (r === this.current) continue;
+      const runner = language === "python" ? r.python : r.js;
+      if (!runner) continue;
+      runner.dispose();
+      if (language === "python") r.python = undefined;
+      else r.js = undefined;
+      alive--;
+      if (!r.python && !r.js) this.byProject.delete(project);
     }
-    this.js ??= new JsRunner(this.maxMb);
-    return this.js;
-  };
+  }
+
+  private python(): PythonRunner {
+    if (!this.current.python) {
+      this.evict("python");
+      this.current.python = new PythonRunner(this.template());
+    }
+    return this.current.python;
+  }
+
+  private js(): JsRunner {
+    if (!this.current.js) {
+      this.evict("javascript");
+      this.current.js = new JsRunner(this.maxMb);
+    }
+    return this.current.js;
+  }
+
+  readonly runnerFor = (language: CodeLanguage): CodeRunner => (language === "python" ? this.python() : this.js());
 
   /**
    * Starts what runs of these languages need and is not up (the first time, or after a run that
@@ -83,16 +134,16 @@ export class ProjectRunners {
   prepare(languages: readonly CodeLanguage[], memoryMb: number): boolean {
     let started = false;
     if (languages.includes("python")) {
-      this.python ??= new PythonRunner(this.template());
-      if (!this.python.started) {
-        this.python.warm();
+      const python = this.python();
+      if (!python.started) {
+        python.warm();
         started = true;
       }
     }
     if (languages.includes("javascript")) {
-      this.js ??= new JsRunner(this.maxMb);
-      if (!this.js.startedFor(memoryMb)) {
-        this.js.warm(memoryMb);
+      const js = this.js();
+      if (!js.startedFor(memoryMb)) {
+        js.warm(memoryMb);
         started = true;
       }
     }
@@ -101,55 +152,16 @@ export class ProjectRunners {
 
   /** a run in this language now would start an isolate (the first, or a replacement) */
   cold(language: CodeLanguage, memoryMb: number): boolean {
-    return language === "python" ? !this.python?.started : !this.js?.startedFor(memoryMb);
+    return language === "python" ? !this.current.python?.started : !this.current.js?.startedFor(memoryMb);
   }
 
   dispose(): void {
-    this.python?.dispose();
-    this.js?.dispose();
-    this.python = undefined;
-    this.js = undefined;
-    this.bytes = 0;
-  }
-}
-
-/** projects whose runners a worker keeps warm at once (each Python set holds ~100 MB) */
-export const MAX_RUNNER_PROJECTS = 2;
-
-/** The worker's runners: a set per project, the least recently used disposed past MAX_RUNNER_PROJECTS. */
-export class CodeRunners {
-  private readonly sets = new Map<string, ProjectRunners>();
-  constructor(
-    private readonly template: () => PythonTemplate,
-    private readonly maxMb: number,
-  ) {}
-
-  /** the project's set, made when it has none (and the least recently used one disposed to make room) */
-  of(project: string): ProjectRunners {
-    let set = this.sets.get(project);
-    if (set) this.sets.delete(project);
-    else {
-      set = new ProjectRunners(this.template, this.maxMb);
-      for (const [oldest, old] of this.sets) {
-        if (this.sets.size < MAX_RUNNER_PROJECTS) break;
-        old.dispose();
-        this.sets.delete(oldest);
-      }
+    for (const r of this.byProject.values()) {
+      r.python?.dispose();
+      r.js?.dispose();
     }
-    this.sets.set(project, set);
-    return set;
-  }
-
-  /** what every set keeps resident, together */
-  get bytes(): number {
-    let n = 0;
-    for (const set of this.sets.values()) n += set.bytes;
-    return n;
-  }
-
-  dispose(): void {
-    for (const set of this.sets.values()) set.dispose();
-    this.sets.clear();
+    this.byProject.clear();
+    this.current = {};
   }
 }
 
@@ -157,7 +169,7 @@ export class CodeRunners {
 const itemBudgetMs = (spec: WorkerCodeSpec) => spec.maxTests * (spec.limits.cpuMs + 500);
 
 export function gradeCodeSlice(
-  runners: ProjectRunners,
+  runners: CodeRunners,
   watch: CallWatch,
   progress: SharedArrayBuffer | undefined,
   grader: GraderCode,
@@ -168,6 +180,7 @@ export function gradeCodeSlice(
   prepare: (languages: readonly CodeLanguage[], memoryMb: number) => void,
 ): SliceResult {
   const spec = parseCodeSpec(grader.compiled);
+  runners.select(grader.project);
   const threads = unpackThreads(batch);
   const count = Math.min(batch.count, options.end);
   const slot = progress ? new Float64Array(progress) : undefined;

@@ -18,7 +18,7 @@ import type { CheckFailure, GradeOutcome, Language } from "../validate/checks.ts
 import { MOCK_THREAD } from "../validate/checks.ts";
 import { bundle, checkSyntax } from "../validate/compile.ts";
 import { checkNesting } from "../validate/source-bounds.ts";
-import { CodeRunners, gradeCodeSlice, type ProjectRunners } from "./code-slice.ts";
+import { CodeRunners, gradeCodeSlice } from "./code-slice.ts";
 import { explainedRss, residentBytes } from "./memory.ts";
 import { ReplyViolation } from "./reply-reader.ts";
 import {
@@ -119,13 +119,12 @@ export class Engine {
     return this.templateBytes + this.codeBytes;
   }
 
-  private prepareCode(runners: ProjectRunners, languages: readonly CodeLanguage[], memoryMb: number): void {
+  private prepareCode(languages: readonly CodeLanguage[], memoryMb: number): void {
     if (languages.includes("python")) this.python();
     const before = residentBytes();
-    const others = this.codeRunners.bytes - runners.bytes;
-    if (!runners.prepare(languages, memoryMb)) return;
-    runners.bytes = Math.max(runners.bytes, residentBytes() - before);
-    this.codeBytes = Math.max(this.codeBytes, others + runners.bytes);
+    if (!this.codeRunners.prepare(languages, memoryMb)) return;
+    // each project's Python runner holds its own isolate (CodeRunners keeps at most a few)
+    this.codeBytes = Math.max(this.codeBytes, (residentBytes() - before) * Math.max(1, this.codeRunners.pythonCount));
     this.onFixed(this.fixedBytes);
   }
 
@@ -189,12 +188,10 @@ export class Engine {
    * aside (`deferred`) and the slice goes on from the next unit: see CAP_SHARE.
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
-    if (grader.language === "code") {
-      const runners = this.codeRunners.of(grader.project);
-      return gradeCodeSlice(runners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
-        this.prepareCode(runners, languages, memoryMb),
+    if (grader.language === "code")
+      return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
+        this.prepareCode(languages, memoryMb),
       );
-    }
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;
     const result = this.gradeWith(

@@ -161,3 +161,44 @@ export const PYTHON_INTERRUPTED: string[] = [
   "import os\nos.chdir('/tmp')\nopen('/tmp/interrupted.txt', 'w').write('x')\nwhile True: pass",
   "import random\nrandom.seed(7)\nwhile True: random.random()",
 ];
+
+/**
+ * Programs that try to leave Python for the runner's JavaScript (Pyodide's API, the isolate's
+ * globals) or rewrite raw memory (ctypes): each must fail with an error, never print "escaped".
+ */
+export const PYTHON_ESCAPES: { name: string; program: string }[] = [
+  {
+    name: "a JsLoader's jsproxy found by gc.get_objects (Pyodide's API object)",
+    program:
+      "import gc\napi = next(o.jsproxy for o in gc.get_objects() if type(o).__name__ == 'JsLoader' and hasattr(o.jsproxy, 'FS'))\nG = api.constructor.constructor('return globalThis')()\nprint('escaped')\n",
+  },
+  {
+    name: "any JsProxy left in the heap (tracked, or held by a tracked object)",
+    program:
+      "import gc\np = next(r for o in gc.get_objects() for r in [o, *gc.get_referents(o)] if type(type(r)).__name__ == '_JsProxyMetaClass')\nprint('escaped')\n",
+  },
+  {
+    name: "pyodide.ffi.to_js([1]).constructor.constructor",
+    program: "from pyodide.ffi import to_js\nG = to_js([1]).constructor.constructor('return globalThis')()\nprint('escaped')\n",
+  },
+  {
+    name: "pyodide.ffi.create_proxy",
+    program:
+      "from pyodide.ffi import create_proxy\np = create_proxy(lambda: 1)\nG = p.constructor.constructor('return globalThis')()\nprint('escaped')\n",
+  },
+  { name: "import js", program: "import js\nprint('escaped', js.Object)\n" },
+  { name: "import _pyodide_core", program: "import _pyodide_core\nprint('escaped')\n" },
+  {
+    name: "del sys.modules['_pyodide_core'] and import it again",
+    program: "import sys\nsys.modules.pop('_pyodide_core', None)\nimport _pyodide_core\n_pyodide_core.to_js\nprint('escaped')\n",
+  },
+  {
+    name: "_imp.create_builtin('_pyodide_core')",
+    program: "import _imp, types\nm = _imp.create_builtin(types.SimpleNamespace(name='_pyodide_core'))\nm.to_js\nprint('escaped')\n",
+  },
+  {
+    name: "ctypes rewrites the small int 4",
+    program: "import ctypes\nctypes.c_uint32.from_address(id(4) + 12).value = 5\nprint('escaped')\n",
+  },
+  { name: "import _ctypes", program: "import _ctypes\nprint('escaped')\n" },
+];
