@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any, cast
 from ._async_transport import AsyncTransport
 from ._transport import ResponseTooLarge, StaleConnection
 from .client import (
-    DEFAULT_URL,
     OnUnavailable,
     _BatchPlan,
     _Call,
     _Chunk,
+    _ClientConfig,
     _code_definition,
     _create_body,
-    _env,
     _on_unavailable,
     _one_key,
     _point_into_file,
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncGradebox"]
 
 
-class AsyncGradebox:
+class AsyncGradebox(_ClientConfig):
     """A client of one project of a Gradebox server, for asyncio: ``await client.graders.grade(…)``.
 
     Configured as Gradebox is (``base_url``, ``project``, ``api_key`` from GRADEBOX_URL,
@@ -47,47 +46,11 @@ class AsyncGradebox:
     ``max_concurrency``: the chunks of a split grade_batch in flight at once). Use it from one
     event loop at a time; ``await client.aclose()`` (or ``async with``) closes its connections."""
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        project: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        *,
-        max_concurrency: int = 4,
-    ) -> None:
-        self.base_url = (base_url or _env("GRADEBOX_URL") or DEFAULT_URL).rstrip("/")
-        self.project = project or _env("GRADEBOX_PROJECT") or "default"
-        self._api_key = api_key if api_key is not None else _env("GRADEBOX_API_KEY")
-        if timeout <= 0:
-            raise ValueError("timeout must be positive")
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be >= 1")
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self.max_concurrency = max_concurrency
-        self._setup()
-
     def _setup(self) -> None:
         self._transport = AsyncTransport(self.base_url, self.timeout, max_idle=max(16, 2 * self.max_concurrency))
         self._limits: Limits | None = None
         self.graders = AsyncGraders(self)
         self.secrets = AsyncSecrets(self)
-
-    def __repr__(self) -> str:
-        return f"AsyncGradebox(base_url={self.base_url!r}, project={self.project!r})"
-
-    # pickles without its connections (a reward function sent to another process); the key goes along
-    def __getstate__(self) -> dict[str, Any]:
-        keep = ("base_url", "project", "_api_key", "timeout", "max_retries", "max_concurrency")
-        return {name: self.__dict__[name] for name in keep}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._setup()
 
     async def aclose(self) -> None:
         self._transport.close()

@@ -83,25 +83,16 @@ def to_wire(thread: Mapping[str, Any]) -> Thread:
     return cast(Thread, wire)
 
 
-class Gradebox:
-    """A client of one project of a Gradebox server.
-
-    ``base_url`` defaults to $GRADEBOX_URL, else http://127.0.0.1:8787; ``project`` to
-    $GRADEBOX_PROJECT, else "default"; ``api_key`` (sent as ``Authorization: Bearer …``) to
-    $GRADEBOX_API_KEY. ``timeout`` is the socket timeout of one attempt, in seconds;
-    ``max_retries`` the retries of a request that is safe to repeat; ``max_concurrency`` the
-    chunks of a split grade_batch in flight at once.
-
-    Thread-safe: one client may be shared by threads. ``close()`` (or ``with``) closes its
-    keep-alive connections and thread pool."""
+class _ClientConfig:
+    """What both clients (Gradebox, AsyncGradebox) are configured with, read and checked once here;
+    each makes its own connections in ``_setup``. Pickles without them (a reward function sent to
+    another process); the key goes along."""
 
     base_url: str
     project: str
     timeout: float
     max_retries: int
     max_concurrency: int
-    graders: Graders
-    secrets: Secrets
 
     def __init__(
         self,
@@ -128,18 +119,11 @@ class Gradebox:
         self._setup()
 
     def _setup(self) -> None:
-        self._transport = Transport(self.base_url, self.timeout)
-        self._lock = threading.Lock()
-        self._limits: Limits | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self.graders = Graders(self)
-        self.secrets = Secrets(self)
+        raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"Gradebox(base_url={self.base_url!r}, project={self.project!r})"
+        return f"{type(self).__name__}(base_url={self.base_url!r}, project={self.project!r})"
 
-    # a client pickles without its connections, lock and pool (e.g. a reward function sent to
-    # another process); the key goes along
     def __getstate__(self) -> dict[str, Any]:
         keep = ("base_url", "project", "_api_key", "timeout", "max_retries", "max_concurrency")
         return {name: self.__dict__[name] for name in keep}
@@ -147,6 +131,30 @@ class Gradebox:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._setup()
+
+
+class Gradebox(_ClientConfig):
+    """A client of one project of a Gradebox server.
+
+    ``base_url`` defaults to $GRADEBOX_URL, else http://127.0.0.1:8787; ``project`` to
+    $GRADEBOX_PROJECT, else "default"; ``api_key`` (sent as ``Authorization: Bearer …``) to
+    $GRADEBOX_API_KEY. ``timeout`` is the socket timeout of one attempt, in seconds;
+    ``max_retries`` the retries of a request that is safe to repeat; ``max_concurrency`` the
+    chunks of a split grade_batch in flight at once.
+
+    Thread-safe: one client may be shared by threads. ``close()`` (or ``with``) closes its
+    keep-alive connections and thread pool."""
+
+    graders: Graders
+    secrets: Secrets
+
+    def _setup(self) -> None:
+        self._transport = Transport(self.base_url, self.timeout)
+        self._lock = threading.Lock()
+        self._limits: Limits | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.graders = Graders(self)
+        self.secrets = Secrets(self)
 
     def close(self) -> None:
         with self._lock:
