@@ -86,6 +86,62 @@ describe("Python runner", () => {
     const failed = run({ program: "def f(x): return x * 2", after: "assert f(2) == 5" });
     assert.deepEqual([failed.completed, failed.status], [false, "runtime_error"]);
   });
+  test("after: the tests run in their own interpreter and call the program's names with plain copies", () => {
+    const ok = (program: string, after: string, extra: Partial<RunRequest> = {}) => {
+      const r = run({ program, after, ...extra });
+      assert.equal(r.completed, true, `${after}: ${JSON.stringify(r)}`);
+      return r;
+    };
+    // HumanEval's shape: check(candidate), the entry point passed by name
+    ok(
+      "def add(a, b):\n    return a + b\n",
+      "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(*[1], b=1) == 2\ncheck(add)\n",
+    );
+    // an exception of the program reaches the tests as the builtin it is (or derives from)
+    ok(
+      "class Bad(ValueError):\n    pass\ndef f(x):\n    if x < 0: raise Bad('negative')\n    return x\n",
+      "try:\n    f(-1)\nexcept ValueError as e:\n    assert str(e) == 'negative'\nelse:\n    assert False\n",
+    );
+    // a generator's items, as an iterator; the program's data and modules by name; tuples and sets stay what they are
+    ok(
+      "import math\nLIMIT = (3, {1, 2})\ndef f(n):\n    yield from range(n)\ndef g():\n    return (1, [2.5], {'a': None}, b'x', 1 + 2j)\n",
+      "assert list(f(3)) == [0, 1, 2]\nassert LIMIT == (3, {1, 2})\nassert math.sqrt(4) == 2\nassert g() == (1, [2.5], {'a': None}, b'x', 1 + 2j)\n",
+    );
+    // what the program prints, then what the tests print; the tests read the stdin the program left
+    const printed = ok("print('p')\ndef f(x):\n    print('in f')\n    return x\n", "assert f(input()) == 'b'\nprint('t')\n", {
+      stdin: "b\n",
+    });
+    assert.equal(printed.stdout, "p\nin f\nt\n");
+    // what cannot be copied is an error the tests see, worded for a person
+    const lambda = run({ program: "def f(g):\n    return g(1)\n", after: "assert f(lambda x: x) == 1\n" });
+    assert.equal(lambda.completed, false);
+    assert.match(lambda.message ?? "", /^TypeError: the tests passed f an argument that is not plain data/);
+    const object = run({ program: "class P:\n    pass\ndef f():\n    return P()\n", after: "assert f() is not None\n" });
+    assert.match(object.message ?? "", /^TypeError: f returned a P, which is not plain data/);
+  });
+  test("after: a limit or an exit inside a call the tests make ends the run; the runners stay whole and warm", () => {
+    const short = { ...limits, cpuMs: 500 };
+    const loop = run({
+      program: "def f(x):\n    while True: pass\n",
+      after: "try:\n    f(1)\nexcept BaseException:\n    pass\n",
+      limits: short,
+    });
+    assert.deepEqual([loop.status, loop.completed], ["time_limit", false]);
+    const exit = run({ program: "import os\ndef f(x):\n    os._exit(0)\n", after: "try:\n    f(1)\nexcept BaseException:\n    pass\n" });
+    assert.equal(exit.completed, false);
+    assert.notEqual(exit.status, "ok");
+    const testsLoop = run({ program: "def f(x):\n    return x\n", after: "while f(1): pass\n", limits: short });
+    assert.equal(testsLoop.status, "time_limit");
+    assert.equal(run({ program: "def f(x):\n    return x * 2\n", after: "assert f(2) == 4\n" }).completed, true);
+    // failing tests (an assertion, an exception in a call test, a value that is not data) start no new isolate
+    const before = runner.stats.isolates;
+    for (let k = 0; k < 3; k++) {
+      assert.equal(run({ program: "def f(x):\n    return x\n", after: "assert f(2) == 5\n" }).completed, false);
+      assert.equal(run({ program: "def f(x):\n    raise KeyError(x)\n", call: { name: "f", args: [1] } }).status, "runtime_error");
+      assert.equal(run({ program: "def f(x):\n    return object()\n", call: { name: "f", args: [1] } }).returnedOpaque, true);
+    }
+    assert.equal(runner.stats.isolates, before);
+  });
   for (const c of PYTHON_TAMPER) {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =
@@ -303,7 +359,7 @@ describe("JavaScript runner", () => {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =
         c.test === "after"
-          ? run({ program: c.program, after: JS_TAMPER_AFTER })
+          ? run({ program: c.program, after: c.after ?? JS_TAMPER_AFTER })
           : run({ program: c.program, call: { name: TAMPER_CALL.name, args: [...TAMPER_CALL.args] } });
       if (c.test === "after") assert.equal(r.completed, false, JSON.stringify(r));
       else assert.ok(!r.completed || r.returnedOpaque === true || r.returned !== TAMPER_CALL.expected, JSON.stringify(r));

@@ -391,7 +391,12 @@ export class JsRunner implements CodeRunner {
       if (!failed && request.after !== undefined) {
         try {
           ref("testing").applySync(undefined, [], { timeout: left() });
-          isolate.compileScriptSync(request.after, { filename: "tests.js" }).runSync(context, { timeout: left() });
+          // the tests in a strict function of their own (on the same first line, so line numbers
+          // hold): a program's function then reads null for its caller (f.caller, a stack trace's
+          // getFunction()), and the tests' own names (MultiPL-E's test()) are not globals it can read
+          isolate
+            .compileScriptSync(`(function () { "use strict"; ${request.after}\n}).call(undefined);`, { filename: "tests.js" })
+            .runSync(context, { timeout: left() });
           completed = true;
         } catch (error) {
           thrown(error);

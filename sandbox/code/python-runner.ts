@@ -75,44 +75,169 @@ py.runPython("import random as _r\n_r.seed()\ndel _r");
 M.finalizationRegistry = { register() {}, unregister() {} };
 env.seal();
 
+// The tests' side of an assert-style test (the runner the host made with a bridge) reaches the
+// program's side through the host: Python writes a request to this device, whose handler asks the
+// host (which asks the program's interpreter) and keeps the reply for Python to read. Bytes only:
+// no JavaScript object reaches Python. Without a bridge (the program's side) the device answers EIO.
+const bridge = g.__gradebox_code_bridge;
+delete g.__gradebox_code_bridge;
+let reply = new U8(0);
+let replyAt = 0;
+const device = FS.makedev(64, 0);
+FS.registerDevice(device, {
+  open() {},
+  close() {},
+  read(stream, buffer, offset, length) {
+    const n = Math.min(length, reply.length - replyAt);
+    for (let i = 0; i < n; i++) buffer[offset + i] = reply[replyAt + i];
+    replyAt += n;
+    return n;
+  },
+  write(stream, buffer, offset, length) {
+    if (!bridge) throw new FS.ErrnoError(29);
+    let request = "";
+    for (let i = 0; i < length; i += 4096) {
+      const end = Math.min(length, i + 4096);
+      const part = [];
+      for (let k = i; k < end; k++) part.push(buffer[offset + k] & 0xff);
+      request += String.fromCharCode.apply(undefined, part);
+    }
+    const answer = bridge.applySync(undefined, [request]);
+    const text = typeof answer === "string" ? answer : "A";
+    reply = new U8(text.length);
+    for (let i = 0; i < text.length; i++) reply[i] = text.charCodeAt(i) & 0xff;
+    replyAt = 0;
+    return length;
+  },
+});
+FS.mkdev("/dev/gradebox", 0o600, device);
+const bridgeFd = FS.open("/dev/gradebox", "r+").fd;
+
 // The run's Python, defined before the baseline (so restored before every run, untouched).
 py.runPython(${"`"}
 import builtins as _gb_builtins, marshal as _gb_marshal, sys as _gb_sys, gc as _gb_gc, itertools as _gb_itertools
-import ast as _gb_ast, types as _gb_types, warnings as _gb_warnings
-def _gb_after(source, ast=_gb_ast, types=_gb_types, warnings=_gb_warnings, marshal=_gb_marshal):
-    # Run before the program, in the pristine interpreter: every comparison's operands and every
-    # assert's test become plain copies (marshal.loads(marshal.dumps(x)): C, exact builtin types
-    # only), so no object's own __eq__, __lt__, __bool__ or __class__ decides a test. The two
-    # functions are the code's constants (LOAD_CONST of immutable C functions), not names a
-    # program could rebind.
-    L, D = "gradebox:loads", "gradebox:dumps"
-    def plain(node):
-        return ast.Call(ast.Constant(L), [ast.Call(ast.Constant(D), [node], [])], [])
-    class Plain(ast.NodeTransformer):
-        def visit_Compare(self, node):
-            self.generic_visit(node)
-            if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
-                return node
-            node.left = plain(node.left)
-            node.comparators = [plain(c) for c in node.comparators]
-            return node
-        def visit_Assert(self, node):
-            self.generic_visit(node)
-            node.test = plain(node.test)
-            return node
-    tree = ast.fix_missing_locations(Plain().visit(ast.parse(source, "<tests>")))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = compile(tree, "<tests>", "exec", dont_inherit=True)
-    def fix(c):
-        consts = []
-        for k in c.co_consts:
-            if type(k) is str and k == L: k = marshal.loads
-            elif type(k) is str and k == D: k = marshal.dumps
-            elif isinstance(k, types.CodeType): k = fix(k)
-            consts.append(k)
-        return c.replace(co_consts=tuple(consts))
-    return fix(code)
+import types as _gb_types, os as _gb_os
+def _gb_describe(e, type=type, str=str):
+    try:
+        m = str(e)
+    except BaseException:
+        m = ""
+    return str(type(e).__name__) + (": " + m if m else "")
+def _gb_guard(f, *a, _gb_describe=_gb_describe):
+    # a call the host makes into the program's objects: its exception returned, not raised (see _gb_tests)
+    try:
+        return (True, f(*a))
+    except BaseException as e:
+        return (False, _gb_describe(e))
+class _gb_Stop(BaseException):
+    """the host stopped the program mid-call (its time or memory limit): the tests end"""
+def _gb_lookup(ns, name, dumps=_gb_marshal.dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType):
+    # The program's side: what one of its names is, for the tests' side (another interpreter).
+    if name not in ns:
+        return b"N"
+    v = ns[name]
+    if type(v) is ModuleType:
+        return b"M" + str(v.__name__).encode("utf-8", "replace")
+    if callable(v):
+        return b"F"
+    try:
+        return b"D" + dumps(v, 4)
+    except (ValueError, TypeError):
+        return b"N"
+def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_marshal.dumps, type=type, str=str):
+    # The program's side of a call the tests make: its function, the tests' arguments (plain
+    # copies), its value back as marshal bytes. Nothing of the tests is in this interpreter.
+    try:
+        args, kwargs = loads(payload)
+        v = ns[name](*args, **kwargs)
+        try:
+            return b"R" + dumps(v, 4)
+        except (ValueError, TypeError):
+            pass
+        if hasattr(type(v), "__next__"):
+            # a generator, map, filter…: its items (the tests' side gets an iterator over them)
+            return b"I" + dumps(list(v), 4)
+        return b"E" + dumps(("TypeError", name + " returned a " + type(v).__name__ + ", which is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set) and cannot reach the tests"), 4)
+    except BaseException as e:
+        base = BaseException
+        for c in type(e).__mro__:
+            if c.__module__ == "builtins":
+                base = c
+                break
+        try:
+            message = str(e)[:2000]
+        except BaseException:
+            message = ""
+        return b"E" + dumps((str(base.__name__), message), 4)
+def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_marshal.dumps, Stop=_gb_Stop):
+    # The tests' side: they run in this interpreter, which never runs the program: every name of
+    # the program they use is a proxy that asks the program's interpreter through the host (the
+    # device at fd), with plain copies both ways. A program cannot read the tests' frames or
+    # constants, nor patch what they import: none of it is in its interpreter.
+    def ask(message):
+        os.write(fd, message)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    def proxy(name):
+        def call(*args, **kwargs):
+            try:
+                payload = dumps((args, kwargs), 4)
+            except (ValueError, TypeError):
+                raise TypeError("the tests passed " + name + " an argument that is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set): programs are called with copies") from None
+            reply = ask(b"C" + name.encode("utf-8") + b"\\0" + payload)
+            kind, body = reply[:1], reply[1:]
+            if kind == b"R":
+                return loads(body)
+            if kind == b"I":
+                return iter(loads(body))
+            if kind == b"E":
+                tname, message = loads(body)
+                t = base.get(tname)
+                if isinstance(t, type) and issubclass(t, Exception):
+                    raise t(message)
+                raise RuntimeError(tname + (": " + message if message else ""))
+            raise Stop()
+        call.__name__ = call.__qualname__ = name
+        return call
+    # every exception ends here, in Python: one that reached JavaScript would have Pyodide swap
+    # stderr to format it (a file-system change, so a new isolate for the next run)
+    try:
+        ns = {"__name__": "__main__", "__builtins__": dict(base)}
+        if before is not None:
+            exec(compile(before, "<setup>", "exec", dont_inherit=True), ns)
+        code = compile(source, "<tests>", "exec", dont_inherit=True)
+        names = set()
+        todo = [code]
+        while todo:
+            c = todo.pop()
+            names.update(c.co_names)
+            todo.extend(k for k in c.co_consts if type(k) is type(code))
+        # the tests see the builtins, never a program's top-level abs, len… (as MBPP's rows assume)
+        for name in sorted(names - set(base) - set(ns)):
+            reply = ask(b"G" + name.encode("utf-8") + b"\\0")
+            kind, body = reply[:1], reply[1:]
+            if kind == b"F":
+                ns[name] = proxy(name)
+            elif kind == b"D":
+                ns[name] = loads(body)
+            elif kind == b"M":
+                try:
+                    ns[name] = __import__(body.decode("utf-8"))
+                except Exception:
+                    pass
+            elif kind != b"N":
+                raise Stop()
+        exec(code, ns)
+    except Stop:
+        return "stopped"
+    except BaseException as e:
+        return _gb_describe(e)
+    return ""
 def _gb_ns(_gb_builtins=_gb_builtins):
     return {"__name__": "__main__", "__builtins__": _gb_builtins}
 def _gb_program(source, ns):
@@ -133,24 +258,12 @@ def _gb_program(source, ns):
 ${"`"});
 const pyGlobals = py.globals;
 const nsOf = pyGlobals.get("_gb_ns");
-const prepareAfter = pyGlobals.get("_gb_after");
+const lookup = pyGlobals.get("_gb_lookup");
+const invoke = pyGlobals.get("_gb_invoke");
+const runTests = pyGlobals.get("_gb_tests");
+const guard = pyGlobals.get("_gb_guard");
 const pyBuiltins = pyGlobals.get("_gb_builtins");
-// the builtins as they are at baseline: [name, the object] (C functions and types, which no program can change)
-const baseBuiltins = [];
-{
-  const d = pyBuiltins.__dict__;
-  for (const name of d.keys()) if (typeof name === "string") baseBuiltins.push([name, d.get(name)]);
-  destroyAll(d);
-}
-const cDict = pyBuiltins.dict;
-const cSetitem = pyBuiltins.dict.__setitem__;
-const cPop = pyBuiltins.dict.pop;
-const cSettrace = pyGlobals.get("_gb_sys").settrace;
-const cSetprofile = pyGlobals.get("_gb_sys").setprofile;
-const cSetEvents = pyGlobals.get("_gb_sys").monitoring.set_events;
 const runProgram = pyGlobals.get("_gb_program");
-const cExec = pyGlobals.get("_gb_builtins").exec;
-const cCompile = pyGlobals.get("_gb_builtins").compile;
 const cGetattr = pyGlobals.get("_gb_builtins").getattr;
 const cDumps = pyGlobals.get("_gb_marshal").dumps;
 const cLoads = pyGlobals.get("_gb_marshal").loads;
@@ -162,8 +275,10 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_after, _gb_ast, _gb_types, _gb_warnings");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_types, _gb_os");
 
+// the name blocked builtin modules are given (allocated at the first)
+let gone = 0;
 // No way from Python to JavaScript (nor to raw memory): a JsProxy reaches Function, hence the
 // isolate's globals and Pyodide's API (its FS, its module), whose state no memory restore puts
 // back; ctypes rewrites any object's bytes. Pyodide's Python layer goes (sys.modules, the import
@@ -249,6 +364,8 @@ ${"`"});
   }
   blockBuiltin("_pyodide_core");
   blockBuiltin("_ctypes");
+  // CPython's own test modules: raw memory reads and writes, refcounts, frame evaluators
+  for (const name of ["_testcapi", "_testinternalcapi", "_testlimitedcapi", "_testbuffer", "_testclinic", "_testclinic_limited", "_xxtestfuzz", "_remote_debugging"]) blockBuiltin(name);
   const left = audit();
   destroyAll(audit);
   if (left) throw new Error("the runner's Python can still reach JavaScript: " + left);
@@ -261,18 +378,23 @@ function blockBuiltin(name) {
   const u32 = new Uint32Array(heap.buffer, 0, heap.length >>> 2);
   const needle = encoder.encode(name + "\0");
   const isName = (ptr) => {
+    // (a neighbour blocked before: its name is the unmatchable one)
+    if (ptr === gone && gone !== 0) return true;
     if (ptr <= 0 || ptr >= heap.length - 1) return false;
     for (let k = ptr; k < ptr + 64 && k < heap.length; k++) { const c = heap[k]; if (c === 0) return k > ptr; if (c < 33 || c > 126) return false; }
     return false;
   };
+  // (a name may be the tail of a longer string the linker merged it into: no NUL before it)
   const strings = [];
   outer: for (let i = 1; i + needle.length <= heap.length; i++) {
-    if (heap[i] !== needle[0] || heap[i - 1] !== 0) continue;
+    if (heap[i] !== needle[0]) continue;
     for (let k = 1; k < needle.length; k++) if (heap[i + k] !== needle[k]) continue outer;
     strings.push(i);
   }
-  const gone = M._malloc(4);
-  heap[gone] = 0xff; heap[gone + 1] = 0xfe; heap[gone + 2] = 0;
+  if (gone === 0) {
+    gone = M._malloc(4);
+    heap[gone] = 0xff; heap[gone + 1] = 0xfe; heap[gone + 2] = 0;
+  }
   let patched = 0;
   for (const s of strings) {
     for (let p = 0; p + 3 < u32.length; p++) {
@@ -438,29 +560,56 @@ function pyMessage(e) {
 const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; } catch { return ""; } };
 
 
+// the program's namespace while it serves the tests' calls (a run with serve), until "end"
+let serving;
+
+// the run's end: what it wrote, whether the interpreter or the file system needs a new isolate
+function finish(result, ns) {
+  try { flushOut(); } catch {}
+  try { flushErr(); } catch {}
+  destroyAll(ns);
+  if (over) result.status = "output_limit";
+  result.stdout = joined(out);
+  result.stderr = joined(err);
+  const grown = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length;
+  result.grown = grown;
+  result.fsDirty = fsDirty;
+  // an interpreter that stopped (os._exit, a fatal error) runs nothing more: the host replaces the isolate
+  result.dead = failed !== "";
+  return jsonStringify(result);
+}
+
+function start(req) {
+  if (serving) { destroyAll(serving); serving = undefined; }
+  restore();
+  limit = req.outputBytes;
+  over = false;
+  out.chunks = []; out.bytes = 0; err.chunks = []; err.bytes = 0;
+  stdin = encoder.encode(req.stdin ?? "");
+  stdinAt = 0;
+  fsDirty = false;
+}
+
 g.__gradebox_code_run = (requestJson) => {
   const req = jsonParse(requestJson);
   if (failed) return jsonStringify({ failed });
   // a run stopped by its time limit never reported the files it wrote: the host replaces this isolate
   if (fsDirty) return jsonStringify({ dirty: true });
-  restore();
-  limit = req.outputBytes;
-  over = false;
-  out.chunks = []; out.bytes = 0; err.chunks = []; err.bytes = 0;
-  stdin = encoder.encode(req.stdin);
-  stdinAt = 0;
-  fsDirty = false;
+  start(req);
   const result = { status: "ok", exitCode: 0, completed: false };
-  const ns = nsOf();
-  let afterCode;
-  if (typeof req.after === "string") {
+  if (typeof req.tests === "string") {
+    // the tests' side: this interpreter runs only the tests, asking the program's through the bridge
     try {
-      afterCode = prepareAfter(req.after);
+      const error = runTests(req.tests, typeof req.before === "string" ? req.before : undefined, bridgeFd);
+      if (error === "") result.completed = true;
+      else { result.status = "runtime_error"; result.exitCode = 1; result.message = String(error).slice(0, ${MAX_MESSAGE}); }
     } catch (e) {
-      afterCode = undefined;
-      result.afterError = "the tests do not compile: " + pyMessage(e);
+      failed = "the interpreter stopped: " + pyMessage(e);
+      result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
     }
+    return finish(result, undefined);
   }
+  const ns = nsOf();
   let step;
   let setup = "ok";
   if (typeof req.before === "string") {
@@ -501,49 +650,39 @@ g.__gradebox_code_run = (requestJson) => {
       result.exited = true;
     }
     if (kind === "ok" && !failed && !over) {
-      if (typeof req.after === "string") {
-        if (!afterCode) {
-          result.status = "runtime_error"; result.exitCode = 1; result.message = result.afterError;
-        } else {
-          // what the program left to run during the tests: trace and profile functions, monitoring
-          try { cSettrace(null); cSetprofile(null); } catch {}
-          for (let tool = 0; tool < 6; tool++) { try { cSetEvents(tool, 0); } catch {} }
-          let globals;
-          let fresh;
-          try {
-            // the tests' globals: the program's names, with the baseline's builtins
-            globals = cDict(ns);
-            // a program's top-level abs, len, isinstance… would shadow the builtins the tests call
-            // (MBPP's assert abs(f(2) - 5) < 1e-9): the tests see the builtins, not those names
-            for (const [name] of baseBuiltins) if (!name.startsWith("__")) cPop(globals, name, null);
-            fresh = cDict();
-            for (const [name, value] of baseBuiltins) cSetitem(fresh, name, value);
-            cSetitem(globals, "__builtins__", fresh);
-            cExec(afterCode, globals);
-            result.completed = true;
-          } catch (e) {
-            result.status = "runtime_error";
-            result.exitCode = 1;
-            result.message = pyMessage(e);
-          }
-          destroyAll(globals, fresh);
-        }
-      } else if (req.call) {
+      if (req.serve === true) {
+        // the program ran: it now answers the tests' calls (__gradebox_code_call) until "end"
+        serving = ns;
+        // the standard input the program left: the tests read on from there (verl's assert_case rows)
+        return jsonStringify({ serving: true, stdin: decode(reflectApply(u8subarray, stdin, [stdinAt])) });
+      }
+      if (req.call) {
         let value;
+        // each step through _gb_guard: the program's exception comes back as a value (see _gb_tests)
+        const step = (f, ...args) => {
+          const r = guard(f, ...args);
+          const ok = r.get(0);
+          const v = r.get(1);
+          destroyAll(r);
+          if (!ok) { destroyAll(v); throw { message: String(v) }; }
+          return v;
+        };
         try {
           const parts = String(req.call.name).split(".");
           let f = ns.get(parts[0]);
-          if (f === undefined) throw { type: "NameError", message: "NameError: name '" + parts[0] + "' is not defined" };
+          if (f === undefined) throw { message: "NameError: name '" + parts[0] + "' is not defined" };
           if (parts.length === 2) {
             // Class.method: the method of an instance made without arguments (LeetCode's Solution().f)
-            const instance = cNext(cStarmap(f, cLoads(cEncode(req.noArgs, "latin-1"))));
-            f = cGetattr(instance, parts[1]);
-            destroyAll(instance);
+            const instance = step(cNext, cStarmap(f, cLoads(cEncode(req.noArgs, "latin-1"))));
+            try { f = step(cGetattr, instance, parts[1]); } finally { destroyAll(instance); }
           }
-          try { value = cNext(cStarmap(f, cLoads(cEncode(req.args, "latin-1")))); } finally { destroyAll(f); }
+          try { value = step(cNext, cStarmap(f, cLoads(cEncode(req.args, "latin-1")))); } finally { destroyAll(f); }
           result.completed = true;
         } catch (e) {
-          result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
+          result.status = "runtime_error"; result.exitCode = 1;
+          // an Error is the interpreter's own failure (os._exit, a fatal error): the host replaces it
+          result.message = e instanceof Error ? pyMessage(e) : String(e.message).slice(0, ${MAX_MESSAGE});
+          if (e instanceof Error) failed = "the interpreter stopped: " + pyMessage(e);
         }
         if (result.completed) {
           if (typeof value === "number" && !Number.isFinite(value)) {
@@ -554,11 +693,9 @@ g.__gradebox_code_run = (requestJson) => {
             result.big = typeof value === "bigint";
           } else {
             let bytes;
-            try {
-              const dumped = cDumps(value, 4);
-              bytes = dumped.toJs();
-              destroyAll(dumped);
-            } catch { bytes = undefined; }
+            const dumped = guard(cDumps, value, 4);
+            try { if (dumped.get(0)) { const b = dumped.get(1); bytes = b.toJs(); destroyAll(b); } } catch { bytes = undefined; }
+            destroyAll(dumped);
             destroyAll(value);
             if (bytes instanceof U8 && bytes.length <= ${MAX_RETURNED}) result.marshal = decode_latin1(bytes);
             else result.returnedOpaque = true;
@@ -567,19 +704,31 @@ g.__gradebox_code_run = (requestJson) => {
       }
     }
   }
-  try { flushOut(); } catch {}
-  try { flushErr(); } catch {}
-  destroyAll(ns, afterCode);
-  delete result.afterError;
-  if (over) result.status = "output_limit";
-  result.stdout = joined(out);
-  result.stderr = joined(err);
-  const grown = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length;
-  result.grown = grown;
-  result.fsDirty = fsDirty;
-  // an interpreter that stopped (os._exit, a fatal error) runs nothing more: the host replaces the isolate
-  result.dead = failed !== "";
-  return jsonStringify(result);
+  return finish(result, ns);
+};
+
+// The program's side of the tests' calls: op "G" (what a name is), "C" (call it with marshal
+// arguments), "end" (the run's result, as __gradebox_code_run's). Answers are latin-1 text:
+// G's and C's the reply bytes (see _gb_lookup, _gb_invoke), "A" when the interpreter cannot answer.
+g.__gradebox_code_call = (op, name, payload) => {
+  if (op === "end") {
+    const ns = serving;
+    serving = undefined;
+    return finish({ status: "ok", exitCode: 0, completed: false }, ns);
+  }
+  if (!serving || failed) return "A";
+  let answer;
+  try {
+    answer = op === "G" ? lookup(serving, name) : invoke(serving, name, cEncode(payload, "latin-1"));
+  } catch (e) {
+    // what escaped _gb_invoke's own try: the interpreter itself (os._exit, a fatal error)
+    failed = "the interpreter stopped: " + pyMessage(e);
+    return "A";
+  }
+  let bytes;
+  try { bytes = answer.toJs(); } catch { bytes = undefined; }
+  destroyAll(answer);
+  return bytes instanceof U8 ? decode_latin1(bytes) : "A";
 };
 })();`;
 
@@ -591,22 +740,57 @@ export interface PythonRunnerStats {
   kept: number;
 }
 
-/** One Python runner: an isolate restored to its baseline before every run; replaced when a run left it unfit. */
+/** what the host answers the tests' side when the program's side cannot answer (stopped, not plain data, …): the tests end */
+const ABORT = "A";
+/** the tests' arguments to one call of the program, as marshal bytes, at most */
+const MAX_ARGUMENTS = 4 * 1024 * 1024;
+/** a name the tests ask the program's side about */
+const NAME = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]{0,199}$/u;
+
+/**
+ * One Python runner: an isolate restored to its baseline before every run; replaced when a run
+ * left it unfit. An assert-style test (a request with `after`) runs in two of them: the program
+ * in this one, the tests in its peer (the "tests" role), which never runs the program and reaches
+ * it only through the host, by name and with plain copies (marshal bytes checked here both ways).
+ * So the program cannot read the tests' frames or constants, nor patch what they import.
+ */
 export class PythonRunner implements CodeRunner {
   private isolate: ivm.Isolate | undefined;
   private entry: ivm.Reference | undefined;
+  private callEntry: ivm.Reference | undefined;
+  /** the tests' side of this runner's assert-style tests (made at the first) */
+  private peer: PythonRunner | undefined;
+  /** while the tests' side runs: how the host answers its requests */
+  private bridgeTo: ((message: string) => string) | undefined;
   readonly stats: PythonRunnerStats = { isolates: 0, runs: 0, kept: 0 };
 
-  constructor(private readonly template: PythonTemplate) {}
+  constructor(
+    private readonly template: PythonTemplate,
+    private readonly role: "program" | "tests" = "program",
+  ) {}
 
   /** the isolate is up (a run now costs a restore, not a start) */
   get started(): boolean {
     return this.entry !== undefined && this.isolate !== undefined && !this.isolate.isDisposed;
   }
 
-  /** Starts the isolate now (the worker does, outside any watched call: a start grows the process by ~100 MB). */
-  warm(): void {
+  /** up for a run, and (tests) for an assert-style test, whose tests run in the peer */
+  startedFor(tests = false): boolean {
+    return this.started && (!tests || this.peer?.started === true);
+  }
+
+  /** isolates this runner holds up (its own, and its peer's) */
+  get isolateCount(): number {
+    return (this.started ? 1 : 0) + (this.peer?.started ? 1 : 0);
+  }
+
+  /** Starts the isolate(s) now (the worker does, outside any watched call: a start grows the process by ~100 MB). */
+  warm(tests = false): void {
     if (!this.started) this.start();
+    if (tests) {
+      this.peer ??= new PythonRunner(this.template, "tests");
+      this.peer.warm();
+    }
   }
 
   private start(): ivm.Reference {
@@ -623,9 +807,14 @@ export class PythonRunner implements CodeRunner {
         bootCache: t.bootCache,
         timeoutMs: START_MS,
       });
+      if (this.role === "tests") {
+        context.global.setSync("__gradebox_code_bridge", new ivm.Reference((message: unknown) => this.answer(message)));
+      }
       isolate.compileScriptSync(HARNESS, { filename: "gradebox:code-harness" }).runSync(context, { timeout: START_MS });
       this.entry = context.global.getSync("__gradebox_code_run", { reference: true });
+      this.callEntry = context.global.getSync("__gradebox_code_call", { reference: true });
       context.global.deleteSync("__gradebox_code_run");
+      context.global.deleteSync("__gradebox_code_call");
     } catch (error) {
       isolate.dispose();
       throw new RunnerFailure(`the Python runner did not start: ${error instanceof Error ? error.message : String(error)}`);
@@ -635,55 +824,226 @@ export class PythonRunner implements CodeRunner {
     return this.entry;
   }
 
+  /** the tests' side asked (its isolate's device handler): never throws, since the interpreter would */
+  private answer(message: unknown): string {
+    try {
+      return typeof message === "string" && this.bridgeTo ? this.bridgeTo(message) : ABORT;
+    } catch {
+      return ABORT;
+    }
+  }
+
   private replace(): void {
     if (this.isolate && !this.isolate.isDisposed) this.isolate.dispose();
     this.isolate = undefined;
     this.entry = undefined;
+    this.callEntry = undefined;
   }
 
   run(request: RunRequest): RunResult {
-    const entry = this.entry && this.isolate && !this.isolate.isDisposed ? this.entry : this.start();
-    const isolate = this.isolate as ivm.Isolate;
-    this.stats.runs++;
-    const cpuBefore = isolate.cpuTime;
+    if (request.after !== undefined) return this.runWithTests(request);
     const payload = JSON.stringify({
       program: request.program,
       stdin: request.stdin ?? "",
       ...(request.before === undefined ? {} : { before: request.before }),
-      ...(request.after === undefined ? {} : { after: request.after }),
       ...(request.call === undefined
         ? {}
         : { call: { name: request.call.name }, args: latin1(encodeMarshal([request.call.args])), noArgs: latin1(encodeMarshal([[]])) }),
       outputBytes: request.limits.outputBytes,
     });
-    let raw: unknown;
-    let stop: RunStatus | undefined;
-    let stoppedAt: number | undefined;
+    const entered = this.enterRun(payload, request.limits.cpuMs);
+    if ("stopped" in entered) return entered.stopped;
+    return this.read(entered.raw, request, entered.cpuMs, request.call !== undefined);
+  }
+
+  /**
+   * One call of the run entry, within timeoutMs: its raw answer, or the result of a run its limit
+   * stopped. A runner that must be replaced first (files written) is, and the call made again.
+   */
+  private enterRun(payload: string, timeoutMs: number): { raw: unknown; cpuMs: number } | { stopped: RunResult } {
+    for (let attempt = 0; ; attempt++) {
+      const entry = this.entry && this.isolate && !this.isolate.isDisposed ? this.entry : this.start();
+      this.stats.runs++;
+      const entered = this.enter(entry, [payload], timeoutMs);
+      if ("stopped" in entered) return entered;
+      // (the canary after a time limit finds this first: here only if it did not run)
+      if (entered.raw === '{"dirty":true}' && attempt === 0) {
+        this.replace();
+        continue;
+      }
+      return entered;
+    }
+  }
+
+  private enter(ref: ivm.Reference, args: string[], timeoutMs: number): { raw: unknown; cpuMs: number } | { stopped: RunResult } {
+    const isolate = this.isolate as ivm.Isolate;
+    const cpuBefore = isolate.cpuTime;
     const started = performance.now();
     try {
-      raw = entry.applySync(undefined, [payload], { timeout: request.limits.cpuMs });
+      const raw = ref.applySync(undefined, args, { timeout: Math.max(1, Math.ceil(timeoutMs)) });
+      return { raw, cpuMs: Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6 };
     } catch (error) {
       // the time it took, before a canary run or a new isolate blurs it (a dead isolate has no clock: the wall's then)
-      stoppedAt = isolate.isDisposed ? performance.now() - started : Number(isolate.cpuTime - cpuBefore) / 1e6;
+      const cpuMs = isolate.isDisposed ? performance.now() - started : Number(isolate.cpuTime - cpuBefore) / 1e6;
       const message = error instanceof Error ? error.message : String(error);
-      stop = message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
+      const stop: RunStatus | undefined =
+        message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
       // a run stopped by its time limit left nothing the next restore does not put back (memory,
       // stack pointer, reference table, cwd, streams; a file written makes the next call ask for
       // a new isolate): the isolate is kept when a canary run answers right, saving a 0.2–0.4 s start
       if (stop !== "time_limit" || !this.canary()) this.replace();
       if (!stop) throw new RunnerFailure(`the Python runner failed: ${message}`);
+      const said = stop === "memory_limit" ? "memory limit: the run went past the interpreter's memory" : undefined;
+      return {
+        stopped: { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs, ...(said ? { message: said } : {}) },
+      };
     }
-    if (raw === '{"dirty":true}') {
-      // (the canary after a time limit finds this first: here only if it did not run)
-      this.replace();
-      return this.run(request);
+  }
+
+  /**
+   * An assert-style test: the program runs here and then serves the tests' calls; the tests run
+   * in the peer. One budget (limits.cpuMs) bounds both sides; a stop on either ends the run.
+   */
+  private runWithTests(request: RunRequest): RunResult {
+    const budget = request.limits.cpuMs;
+    const began = performance.now();
+    const left = () => Math.max(1, budget - (performance.now() - began));
+    const opened = this.enterRun(
+      JSON.stringify({
+        program: request.program,
+        stdin: request.stdin ?? "",
+        ...(request.before === undefined ? {} : { before: request.before }),
+        serve: true,
+        outputBytes: request.limits.outputBytes,
+      }),
+      budget,
+    );
+    if ("stopped" in opened) return opened.stopped;
+    const serving =
+      typeof opened.raw === "string" && opened.raw.startsWith('{"serving":true,')
+        ? (JSON.parse(opened.raw) as { stdin?: unknown })
+        : undefined;
+    if (!serving) return this.read(opened.raw, request, opened.cpuMs, false);
+    const peer = (this.peer ??= new PythonRunner(this.template, "tests"));
+    let cpuMs = opened.cpuMs;
+    let stopped: RunResult | undefined;
+    peer.bridgeTo = (message) => {
+      if (stopped || !this.callEntry) return ABORT;
+      const op = message[0];
+      const nul = message.indexOf("\0");
+      const name = nul > 0 ? message.slice(1, nul) : "";
+      const args = message.slice(nul + 1);
+      // the tests' side is the project's own data, still read strictly: a name, plain arguments
+      if ((op !== "G" && op !== "C") || !NAME.test(name)) return ABORT;
+      if (op === "C" && (args.length > MAX_ARGUMENTS || !plainMarshal(bytesOf(args)))) return ABORT;
+      const entered = this.enter(this.callEntry, [op, name, op === "C" ? args : ""], left());
+      if ("stopped" in entered) {
+        stopped = entered.stopped;
+        return ABORT;
+      }
+      cpuMs += entered.cpuMs;
+      if (entered.raw === ABORT) {
+        // the program's interpreter stopped (os._exit, a fatal error) inside the call
+        stopped = {
+          status: "runtime_error",
+          stdout: "",
+          stderr: "",
+          exitCode: 1,
+          completed: false,
+          cpuMs: 0,
+          message: "the program's interpreter stopped during the tests (os._exit or a fatal error)",
+        };
+        this.replace();
+        return ABORT;
+      }
+      return this.checked(entered.raw, op);
+    };
+    let tests: RunResult;
+    try {
+      tests = peer.runTests({ ...request, stdin: typeof serving.stdin === "string" ? serving.stdin : "" }, left());
+    } catch (error) {
+      this.end();
+      throw error;
+    } finally {
+      peer.bridgeTo = undefined;
     }
-    const cpuMs = stoppedAt ?? Number(isolate.isDisposed ? 0n : isolate.cpuTime - cpuBefore) / 1e6;
-    if (stop) {
-      const message = stop === "memory_limit" ? "memory limit: the run went past the interpreter's memory" : undefined;
-      return { status: stop, stdout: "", stderr: "", exitCode: 1, completed: false, cpuMs, ...(message ? { message } : {}) };
+    cpuMs += tests.cpuMs;
+    if (stopped) return { ...stopped, cpuMs: cpuMs + stopped.cpuMs };
+    // the program's side: what it wrote over the whole run
+    const ended = this.end();
+    if (!ended) {
+      return {
+        status: "runtime_error",
+        stdout: "",
+        stderr: "",
+        exitCode: 1,
+        completed: false,
+        cpuMs,
+        message: "the program's interpreter stopped during the tests",
+      };
     }
-    return this.read(raw, request, cpuMs);
+    const program = this.read(ended.raw, request, ended.cpuMs, false);
+    cpuMs += ended.cpuMs;
+    const failed = program.status !== "ok" ? program : tests.status !== "ok" ? tests : undefined;
+    return {
+      status: failed?.status ?? "ok",
+      // what the tests printed follows what the program printed
+      stdout: program.stdout + tests.stdout,
+      stderr: program.stderr + tests.stderr,
+      exitCode: failed ? failed.exitCode || 1 : 0,
+      completed: tests.completed && program.status === "ok",
+      cpuMs,
+      ...(failed?.message === undefined ? {} : { message: failed.message }),
+    };
+  }
+
+  /** the program's side's end: its run's answer (output, and whether it must be replaced), or undefined when it is gone */
+  private end(): { raw: unknown; cpuMs: number } | undefined {
+    if (!this.callEntry || !this.started) return undefined;
+    try {
+      const entered = this.enter(this.callEntry, ["end", "", ""], START_MS);
+      return "stopped" in entered ? undefined : entered;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The program's side's answer to one request, passed on only in its known forms (see _gb_lookup, _gb_invoke). */
+  private checked(raw: unknown, op: string): string {
+    if (typeof raw !== "string" || raw.length === 0) return ABORT;
+    const kind = raw[0];
+    if (raw.length > MAX_RETURNED + 1)
+      return `E${latin1(encodeMarshal(["ValueError", `the value is larger than ${MAX_RETURNED} bytes as data`]))}`;
+    if (op === "G") {
+      if (kind === "N" || kind === "F") return raw.length === 1 ? raw : ABORT;
+      if (kind === "M") return NAME.test(bytesText(raw.slice(1))) ? raw : "N";
+      if (kind === "D") return plainMarshal(bytesOf(raw.slice(1))) ? raw : "N";
+      return ABORT;
+    }
+    if (kind === "R" || kind === "I") {
+      return plainMarshal(bytesOf(raw.slice(1))) ? raw : `E${latin1(encodeMarshal(["TypeError", "the value returned is not plain data"]))}`;
+    }
+    if (kind === "E") {
+      const decoded = decodeMarshal(bytesOf(raw.slice(1)));
+      const pair = decoded.ok ? decoded.value : undefined;
+      if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === "string" && typeof pair[1] === "string" && NAME.test(pair[0]))
+        return raw;
+      return `E${latin1(encodeMarshal(["RuntimeError", "the program failed"]))}`;
+    }
+    return ABORT;
+  }
+
+  /** The tests' side of an assert-style test (this runner in the "tests" role): the tests, their setup, within timeoutMs. */
+  private runTests(request: RunRequest, timeoutMs: number): RunResult {
+    const payload = JSON.stringify({
+      tests: request.after,
+      stdin: request.stdin ?? "",
+      ...(request.before === undefined ? {} : { before: request.before }),
+      outputBytes: request.limits.outputBytes,
+    });
+    const entered = this.enterRun(payload, timeoutMs);
+    if ("stopped" in entered) return entered.stopped;
+    return this.read(entered.raw, request, entered.cpuMs, true);
   }
 
   /** A known program on the kept isolate: its right answer says the interpreter is whole. */
@@ -704,7 +1064,7 @@ export class PythonRunner implements CodeRunner {
     }
   }
 
-  private read(raw: unknown, request: RunRequest, cpuMs: number): RunResult {
+  private read(raw: unknown, request: RunRequest, cpuMs: number, harness: boolean): RunResult {
     if (typeof raw !== "string" || raw.length > 16 * request.limits.outputBytes + 4 * MAX_RETURNED + 64 * 1024) {
       this.replace();
       throw new RunnerFailure("the Python runner answered in an unknown form");
@@ -728,14 +1088,12 @@ export class PythonRunner implements CodeRunner {
     }
     // print past the limit raised OSError (EIO) in the program: the limit is what happened
     if (status === "output_limit") message = `output limit: more than ${request.limits.outputBytes} bytes of output`;
-    if (status === "runtime_error" && message?.startsWith("RecursionError") === false && /the interpreter stopped/.test(message ?? ""))
-      message = message?.slice(0, MAX_MESSAGE);
     const result: RunResult = {
       status: final,
       stdout: String(r.stdout ?? ""),
       stderr: String(r.stderr ?? ""),
       exitCode: typeof r.exitCode === "number" ? r.exitCode : 1,
-      completed: r.completed === true && (request.after !== undefined || request.call !== undefined),
+      completed: r.completed === true && harness,
       cpuMs,
       ...(message === undefined ? {} : { message }),
     };
@@ -756,7 +1114,109 @@ export class PythonRunner implements CodeRunner {
 
   dispose(): void {
     this.replace();
+    this.peer?.dispose();
+    this.peer = undefined;
   }
+}
+
+const bytesOf = (text: string) => Uint8Array.from(text, (c) => c.charCodeAt(0) & 0xff);
+const bytesText = (text: string) => new TextDecoder("utf-8", { fatal: false }).decode(bytesOf(text));
+
+/**
+ * Marshal bytes (version 4) that hold only plain data: None, bool, int, float, complex, str,
+ * bytes, tuple, list, dict, set, frozenset, and back-references to those. What one interpreter
+ * passes the other goes through this first: marshal.loads is not safe on made-up bytes (a code
+ * object among them, a length past the end), and either side may be hostile.
+ */
+export function plainMarshal(bytes: Uint8Array): boolean {
+  let at = 0;
+  let refs = 0;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (n: number) => at + n <= bytes.length;
+  const i32 = () => {
+    if (!need(4)) return -1;
+    const v = view.getInt32(at, true);
+    at += 4;
+    return v;
+  };
+  const value = (depth: number): boolean => {
+    if (depth > 200 || !need(1)) return false;
+    const byte = bytes[at++];
+    if (byte & 0x80) refs++;
+    const code = String.fromCharCode(byte & 0x7f);
+    switch (code) {
+      case "N":
+      case "T":
+      case "F":
+        return true;
+      case "i":
+        at += 4;
+        return at <= bytes.length;
+      case "g":
+        at += 8;
+        return at <= bytes.length;
+      case "y":
+        at += 16;
+        return at <= bytes.length;
+      case "l": {
+        if (!need(4)) return false;
+        const n = i32();
+        const digits = Math.abs(n);
+        if (!need(2 * digits)) return false;
+        at += 2 * digits;
+        return true;
+      }
+      case "u":
+      case "t":
+      case "a":
+      case "A":
+      case "s": {
+        const n = i32();
+        if (n < 0 || !need(n)) return false;
+        at += n;
+        return true;
+      }
+      case "z":
+      case "Z": {
+        if (!need(1)) return false;
+        const n = bytes[at++];
+        if (!need(n)) return false;
+        at += n;
+        return true;
+      }
+      case ")": {
+        if (!need(1)) return false;
+        const n = bytes[at++];
+        for (let k = 0; k < n; k++) if (!value(depth + 1)) return false;
+        return true;
+      }
+      case "(":
+      case "[":
+      case "<":
+      case ">": {
+        const n = i32();
+        if (n < 0 || n > bytes.length - at) return false;
+        for (let k = 0; k < n; k++) if (!value(depth + 1)) return false;
+        return true;
+      }
+      case "{":
+        for (;;) {
+          if (!need(1)) return false;
+          if (bytes[at] === 0x30) {
+            at++;
+            return true;
+          }
+          if (!value(depth + 1) || !value(depth + 1)) return false;
+        }
+      case "r": {
+        const n = i32();
+        return n >= 0 && n < refs;
+      }
+      default:
+        return false;
+    }
+  };
+  return value(0) && at === bytes.length;
 }
 
 /**

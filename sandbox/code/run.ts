@@ -3,8 +3,10 @@
 // only: the grading logic and the runners import this, and nothing here runs.
 //
 // A run starts from a clean interpreter (nothing an earlier run did is visible), runs `program`
-// with `stdin`, then — in the same interpreter, after the program — the harness part of the
-// request: `after` (assert-style test code) or `call` (a named function called with arguments).
+// with `stdin`, then the harness part of the request: `call` (a named function called with
+// arguments, in the same interpreter) or `after` (assert-style test code: Python runs it in a
+// second interpreter that reaches the program's names by copy, JavaScript in a strict function
+// of its own in the program's context).
 // What decides a verdict is read outside the interpreter: the bytes the program wrote to its
 // standard output (captured below Python's `print` and `sys.stdout`), and the harness's own
 // answer (`completed`, `returned`), which a program cannot forge by patching what it can reach.
@@ -28,7 +30,7 @@ export interface RunRequest {
   stdin?: string;
   /** the tests' setup, run before the program in its namespace (MBPP's test_imports, test_setup_code): trusted data, never the program's */
   before?: string;
-  /** code run after the program in its interpreter (assert-style tests); its end reached sets `completed` */
+  /** assert-style test code run after the program (see above); its end reached sets `completed` */
   after?: string;
   /** a function (or `Class.method`) the program defines, called with these JSON arguments; its value is `returned` */
   call?: { name: string; args: unknown[] };

@@ -48,7 +48,7 @@ export function unpackThreads(batch: PackedBatch): Thread[] {
   return threads;
 }
 
-/** how many projects' Python runners a worker keeps warm (each is an isolate of ~100 MB): the least recently used goes */
+/** how many projects' Python runners a worker keeps warm (each is an isolate of ~100 MB, two with assert-style tests): the least recently used goes */
 export const MAX_PYTHON_RUNNERS = 2;
 /** and JavaScript runners (one small isolate each) */
 export const MAX_JS_RUNNERS = 4;
@@ -86,7 +86,7 @@ export class CodeRunners {
   /** the Python runners alive (each holds an isolate) */
   get pythonCount(): number {
     let n = 0;
-    for (const r of this.byProject.values()) if (r.python) n++;
+    for (const r of this.byProject.values()) n += r.python?.isolateCount ?? 0;
     return n;
   }
 
@@ -131,12 +131,12 @@ export class CodeRunners {
    * items, outside the watchdog's calls, since a Python runner's start grows the process by about
    * 100 MB that stay (the worker counts them as fixed, like the template).
    */
-  prepare(languages: readonly CodeLanguage[], memoryMb: number): boolean {
+  prepare(languages: readonly CodeLanguage[], memoryMb: number, tests = false): boolean {
     let started = false;
     if (languages.includes("python")) {
       const python = this.python();
-      if (!python.started) {
-        python.warm();
+      if (!python.startedFor(tests)) {
+        python.warm(tests);
         started = true;
       }
     }
@@ -150,9 +150,9 @@ export class CodeRunners {
     return started;
   }
 
-  /** a run in this language now would start an isolate (the first, or a replacement) */
-  cold(language: CodeLanguage, memoryMb: number): boolean {
-    return language === "python" ? !this.current.python?.started : !this.current.js?.startedFor(memoryMb);
+  /** a run in this language now would start an isolate (the first, or a replacement); tests: an assert-style test's (Python runs its tests in a second isolate) */
+  cold(language: CodeLanguage, memoryMb: number, tests = false): boolean {
+    return language === "python" ? !this.current.python?.startedFor(tests) : !this.current.js?.startedFor(memoryMb);
   }
 
   dispose(): void {
@@ -177,7 +177,7 @@ export function gradeCodeSlice(
   from: number,
   options: SliceOptions,
   /** starts the runners these languages need, outside any watched call (the engine accounts their memory) */
-  prepare: (languages: readonly CodeLanguage[], memoryMb: number) => void,
+  prepare: (languages: readonly CodeLanguage[], memoryMb: number, tests?: boolean) => void,
 ): SliceResult {
   const spec = parseCodeSpec(grader.compiled);
   runners.select(grader.project);
@@ -216,10 +216,11 @@ export function gradeCodeSlice(
       const runner = runners.runnerFor(language);
       return {
         run(request) {
-          if (runners.cold(language, request.limits.memoryMb)) {
+          const tests = request.after !== undefined;
+          if (runners.cold(language, request.limits.memoryMb, tests)) {
             watch.end();
             try {
-              prepare([language], request.limits.memoryMb);
+              prepare([language], request.limits.memoryMb, tests);
             } finally {
               begin();
             }

@@ -119,10 +119,10 @@ export class Engine {
     return this.templateBytes + this.codeBytes;
   }
 
-  private prepareCode(languages: readonly CodeLanguage[], memoryMb: number): void {
+  private prepareCode(languages: readonly CodeLanguage[], memoryMb: number, tests = false): void {
     if (languages.includes("python")) this.python();
     const before = residentBytes();
-    if (!this.codeRunners.prepare(languages, memoryMb)) return;
+    if (!this.codeRunners.prepare(languages, memoryMb, tests)) return;
     // each project's Python runner holds its own isolate (CodeRunners keeps at most a few)
     this.codeBytes = Math.max(this.codeBytes, (residentBytes() - before) * Math.max(1, this.codeRunners.pythonCount));
     this.onFixed(this.fixedBytes);
@@ -189,8 +189,8 @@ export class Engine {
    */
   gradeSlice(grader: GraderCode, batch: PackedBatch, from: number, options: SliceOptions): SliceResult {
     if (grader.language === "code")
-      return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb) =>
-        this.prepareCode(languages, memoryMb),
+      return gradeCodeSlice(this.codeRunners, this.watch, this.hooks.progress, grader, batch, from, options, (languages, memoryMb, tests) =>
+        this.prepareCode(languages, memoryMb, tests),
       );
     const before = this.warm.get(grader.id);
     const bytesBefore = before?.heapBytes;

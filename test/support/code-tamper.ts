@@ -96,6 +96,55 @@ export const PYTHON_TAMPER: TamperCase[] = [
     test: "after",
     program: `${F}import builtins\nbuiltins.exec = lambda *a, **k: None\nbuiltins.compile = lambda *a, **k: None\n`,
   },
+  // the tests' side runs in another interpreter: nothing below finds the tests from the program's
+  {
+    name: "reads the expected value from the calling test's frame (sys._getframe)",
+    test: "after",
+    after: "assert f(2) == 5\n",
+    program:
+      "import sys\ndef f(x):\n    fr = sys._getframe(1)\n    while fr is not None:\n        for k in fr.f_code.co_consts:\n            if type(k) is int and k != x:\n                return k\n        fr = fr.f_back\n    return x * 2\n",
+  },
+  {
+    name: "reads the expected value from a traceback's frames",
+    test: "after",
+    after: "def check(candidate):\n    expected = 5\n    assert candidate(2) == expected\ncheck(f)\n",
+    program:
+      "def f(x):\n    try:\n        raise ValueError\n    except ValueError as e:\n        fr = e.__traceback__.tb_frame.f_back\n    while fr is not None:\n        if 'expected' in fr.f_locals:\n            return fr.f_locals['expected']\n        fr = fr.f_back\n    return x * 2\n",
+  },
+  {
+    name: "finds the tests' compiled constants through gc",
+    test: "after",
+    after: "assert f(2) == 5\n",
+    program:
+      "import gc, types\nSEEN = [k for o in gc.get_objects() if isinstance(o, types.CodeType) for k in o.co_consts if type(k) is int and k not in (0, 1, 2)]\ndef f(x):\n    more = [k for o in gc.get_objects() if isinstance(o, types.CodeType) and o.co_filename == '<tests>' for k in o.co_consts if type(k) is int and k != x]\n    return (more or SEEN or [x * 2])[0]\n",
+  },
+  {
+    name: "patches a module the tests import (math.isclose)",
+    test: "after",
+    after: "import math\nassert math.isclose(f(2), 5)\n",
+    program: `${F}import math\nmath.isclose = lambda *a, **k: True\n`,
+  },
+  {
+    name: "patches a module from inside the tested function",
+    test: "after",
+    after: "import math\nassert math.isclose(f(2), 5)\n",
+    program: "import math\ndef f(x):\n    math.isclose = lambda *a, **k: True\n    return x * 2\n",
+  },
+  {
+    name: "mutates the tests' expected list to equal its answer",
+    test: "after",
+    after: "expected = [5]\nassert f(2) == expected\n",
+    program:
+      "import gc\ndef f(x):\n    for o in gc.get_objects():\n        if type(o) is list and o == [5]:\n            o[0] = 4\n    import sys\n    fr = sys._getframe(1)\n    if 'expected' in fr.f_globals:\n        fr.f_globals['expected'][0] = 4\n    return [4]\n",
+  },
+  {
+    name: "hands the tests crafted marshal bytes (a code object) through the harness found by gc",
+    test: "after",
+    after: "assert f(2) == 5\n",
+    program:
+      "import gc, marshal\ndef evil(*a, **k):\n    return b'R' + marshal.dumps(compile('5', 'x', 'eval'))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') in ('_gb_invoke', '_gb_lookup'):\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
+      F,
+  },
 ];
 
 /** Each leaks something if state survived a run: `probe` prints what the next run sees (compared with a fresh interpreter's answer). */
@@ -143,6 +192,28 @@ export const JS_TAMPER: TamperCase[] = [
     name: "patches Error so the tests cannot throw",
     test: "after",
     program: "function f(x) { return x * 2 }\nglobalThis.Error = function () { return {} };",
+  },
+  // the tests run in a strict function of their own: nothing below reads their source
+  {
+    name: "reads its caller's source (f.caller)",
+    test: "after",
+    after: "function test() {\n  if (f(2) !== 5) throw new Error('f(2) must be 5');\n}\ntest();\n",
+    program:
+      "function f(x) {\n  const c = f.caller || (arguments.callee && arguments.callee.caller);\n  const m = c && /!== (\\d+)/.exec(String(c));\n  return m ? Number(m[1]) : x * 2;\n}\n",
+  },
+  {
+    name: "reads its caller's source from a stack trace's frames (getFunction)",
+    test: "after",
+    after: "function test() {\n  if (f(2) !== 5) throw new Error('f(2) must be 5');\n}\ntest();\n",
+    program:
+      "function f(x) {\n  const keep = Error.prepareStackTrace;\n  Error.prepareStackTrace = (e, frames) => frames;\n  const frames = new Error().stack;\n  Error.prepareStackTrace = keep;\n  for (const fr of frames) {\n    const fn = fr.getFunction && fr.getFunction();\n    const m = fn && /!== (\\d+)/.exec(String(fn));\n    if (m) return Number(m[1]);\n  }\n  return x * 2;\n}\n",
+  },
+  {
+    name: "reads the tests' global test() (MultiPL-E's name)",
+    test: "after",
+    after: "function test() {\n  if (f(2) !== 5) throw new Error('f(2) must be 5');\n}\ntest();\n",
+    program:
+      "function f(x) {\n  const t = globalThis.test;\n  const m = typeof t === 'function' && /!== (\\d+)/.exec(String(t));\n  return m ? Number(m[1]) : x * 2;\n}\n",
   },
 ];
 export const JS_TAMPER_AFTER = "if (f(2) !== 5) throw new Error('f(2) must be 5')";
@@ -201,4 +272,12 @@ export const PYTHON_ESCAPES: { name: string; program: string }[] = [
     program: "import ctypes\nctypes.c_uint32.from_address(id(4) + 12).value = 5\nprint('escaped')\n",
   },
   { name: "import _ctypes", program: "import _ctypes\nprint('escaped')\n" },
+  // CPython's test modules are built into Pyodide's interpreter: raw reads and writes of memory
+  { name: "import _testcapi", program: "import _testcapi\nprint('escaped')\n" },
+  { name: "import _testinternalcapi", program: "import _testinternalcapi\nprint('escaped')\n" },
+  { name: "import _testlimitedcapi", program: "import _testlimitedcapi\nprint('escaped')\n" },
+  {
+    name: "_imp.create_builtin of a test module",
+    program: "import _imp, types\nm = _imp.create_builtin(types.SimpleNamespace(name='_testcapi'))\nm.__name__\nprint('escaped')\n",
+  },
 ];
