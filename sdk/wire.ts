@@ -880,7 +880,7 @@ export interface components {
                  */
                 cpuMs: number;
                 /**
-                 * @description memory of one test's run, the interpreter's WebAssembly memory included, 16–1024 MB (default 256)
+                 * @description memory one test's run may use (Python: what it grows the interpreter's WebAssembly memory by past its start; JavaScript: the isolate's heap), 16–1024 MB (default 256)
                  * @default 256
                  */
                 memoryMb: number;
@@ -2758,7 +2758,7 @@ export interface operations {
                          */
                         cpuMs?: number;
                         /**
-                         * @description memory of one test's run, the interpreter's WebAssembly memory included, 16–1024 MB (default 256)
+                         * @description memory one test's run may use (Python: what it grows the interpreter's WebAssembly memory by past its start; JavaScript: the isolate's heap), 16–1024 MB (default 256)
                          * @default 256
                          */
                         memoryMb?: number;

@@ -71,6 +71,16 @@ describe("Python runner", () => {
     assert.ok(flood.stdout.length <= limits.outputBytes);
     assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
   });
+  test("limits: the spec's memoryMb bounds what a run grows the interpreter's memory by", () => {
+    const grow = "x = bytearray(48 * 2**20)\nprint(len(x))";
+    const small = run({ program: grow, limits: { ...limits, memoryMb: 32 } });
+    assert.deepEqual([small.status, small.message], ["memory_limit", "memory limit: MemoryError (the program ran out of memory)"]);
+    assert.deepEqual([run({ program: grow, limits: { ...limits, memoryMb: 96 } }).stdout], ["50331648\n"]);
+    // the pages that run grew stay: a run with a smaller limit after it gets them taken away (a new isolate), not lent
+    const after = run({ program: "x = bytearray(40 * 2**20)\nprint('fits')", limits: { ...limits, memoryMb: 32 } });
+    assert.equal(after.status, "memory_limit");
+    assert.equal(run({ program: "print(6 * 7)", limits: { ...limits, memoryMb: 32 } }).stdout, "42\n");
+  });
   test("call: the returned value as plain data", () => {
     const r = run({ program: "def f(a, b):\n    return [a + b, {'k': (1, None, 2.5, 'é')}, True]", call: { name: "f", args: [1, 2] } });
     assert.deepEqual([r.completed, r.returned], [true, [3, { k: [1, null, 2.5, "é"] }, true]]);

@@ -579,8 +579,22 @@ function finish(result, ns) {
   return jsonStringify(result);
 }
 
+// The run's memory limit: what the interpreter's memory may grow to past the baseline
+// (memoryMb), enforced where Emscripten grows it: a refused grow is a failed malloc, Python's
+// MemoryError. (The worker's binary caps it too: its maximum is the baseline + the worker's limit.)
+let growTo = Infinity;
+const wasmGrow = memory.grow;
+Object.defineProperty(memory, "grow", {
+  value(pages) {
+    const now = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []);
+    if (now + pages * 65536 > growTo) throw new RangeError("memory limit");
+    return reflectApply(wasmGrow, memory, [pages]);
+  },
+});
+
 function start(req) {
   if (serving) { destroyAll(serving); serving = undefined; }
+  growTo = typeof req.memoryMb === "number" ? base.length + req.memoryMb * 1048576 : Infinity;
   restore();
   limit = req.outputBytes;
   over = false;
@@ -593,8 +607,11 @@ function start(req) {
 g.__gradebox_code_run = (requestJson) => {
   const req = jsonParse(requestJson);
   if (failed) return jsonStringify({ failed });
-  // a run stopped by its time limit never reported the files it wrote: the host replaces this isolate
+  // a run stopped by its time limit never reported the files it wrote: the host replaces this isolate;
+  // so does one whose memory an earlier run grew past this run's limit (grown pages are never given back)
   if (fsDirty) return jsonStringify({ dirty: true });
+  if (typeof req.memoryMb === "number" && reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length > req.memoryMb * 1048576)
+    return jsonStringify({ dirty: true });
   start(req);
   const result = { status: "ok", exitCode: 0, completed: false };
   if (typeof req.tests === "string") {
@@ -850,6 +867,7 @@ export class PythonRunner implements CodeRunner {
         ? {}
         : { call: { name: request.call.name }, args: latin1(encodeMarshal([request.call.args])), noArgs: latin1(encodeMarshal([[]])) }),
       outputBytes: request.limits.outputBytes,
+      memoryMb: request.limits.memoryMb,
     });
     const entered = this.enterRun(payload, request.limits.cpuMs);
     if ("stopped" in entered) return entered.stopped;
@@ -915,6 +933,7 @@ export class PythonRunner implements CodeRunner {
         ...(request.before === undefined ? {} : { before: request.before }),
         serve: true,
         outputBytes: request.limits.outputBytes,
+        memoryMb: request.limits.memoryMb,
       }),
       budget,
     );
@@ -1040,6 +1059,7 @@ export class PythonRunner implements CodeRunner {
       stdin: request.stdin ?? "",
       ...(request.before === undefined ? {} : { before: request.before }),
       outputBytes: request.limits.outputBytes,
+      memoryMb: request.limits.memoryMb,
     });
     const entered = this.enterRun(payload, timeoutMs);
     if ("stopped" in entered) return entered.stopped;

@@ -17,7 +17,7 @@ export type CodeLanguage = (typeof CODE_LANGUAGES)[number];
 export interface RunLimits {
   /** CPU time of the run (program + harness), ms */
   cpuMs: number;
-  /** the run's memory (the interpreter's WebAssembly memory included), MB */
+  /** the run's memory, MB (Python: what it grows the interpreter's WebAssembly memory by past its start; JavaScript: the isolate's heap) */
   memoryMb: number;
   /** bytes of stdout and of stderr kept, each; past them the run stops with output_limit */
   outputBytes: number;

@@ -31,7 +31,11 @@ const bounded = (what: keyof typeof RUN_BOUNDS, unit: string, text: string) => {
 export const CodeLimits = z
   .object({
     cpuMs: bounded("cpuMs", "ms", "CPU time of one test's run (program and harness)"),
-    memoryMb: bounded("memoryMb", "MB", "memory of one test's run, the interpreter's WebAssembly memory included"),
+    memoryMb: bounded(
+      "memoryMb",
+      "MB",
+      "memory one test's run may use (Python: what it grows the interpreter's WebAssembly memory by past its start; JavaScript: the isolate's heap)",
+    ),
     outputBytes: bounded("outputBytes", "bytes", "stdout (and stderr) bytes kept per run; past them the test is output_limit"),
   })
   .strict()
