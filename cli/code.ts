@@ -40,7 +40,7 @@ export function addCodeCommands(program: Command): void {
       .command("create")
       .description("create a code grader (every option has a default; grade with it as with any grader: `gradebox grade`)")
       .argument("<key>", "the grader key")
-      .option("--language <lang...>", "python and/or javascript, the first for untagged or unfenced programs (default python)")
+      .option("--language <lang...>", "python, javascript and/or typescript, the first for untagged or unfenced programs (default python)")
       .option("--extract <rule>", "fenced_or_whole (default), fenced or whole", oneOf(["fenced", "fenced_or_whole", "whole"] as const))
       .option("--tests <kind>", "auto (default), stdin, assert or call", oneOf(["auto", "stdin", "assert", "call"] as const))
       .option("--tests-key <path>", "where in metadata the tests are, e.g. reward_model.ground_truth (default: metadata itself)")

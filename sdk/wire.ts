@@ -835,9 +835,9 @@ export interface components {
              *       "python"
              *     ]
              */
-            languages: ("python" | "javascript")[];
+            languages: ("python" | "javascript" | "typescript")[];
             /**
-             * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
+             * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node; ```typescript, ```ts), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
              * @default fenced_or_whole
              * @enum {string}
              */
@@ -2710,9 +2710,9 @@ export interface operations {
                      *       "python"
                      *     ]
                      */
-                    languages?: ("python" | "javascript")[];
+                    languages?: ("python" | "javascript" | "typescript")[];
                     /**
-                     * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
+                     * @description how the program is found in the last assistant turn: the last fenced block tagged with an accepted language (```python, ```py, ```python3; ```javascript, ```js, ```node; ```typescript, ```ts), else the last untagged fenced block; fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion
                      * @default fenced_or_whole
                      * @enum {string}
                      */

@@ -46,6 +46,7 @@ before(async () => {
   await create({ key: "py" });
   await create({ key: "call", tests: "call" });
   await create({ key: "js", languages: ["javascript"] });
+  await create({ key: "ts", languages: ["typescript", "javascript"] });
   await create({ key: "tight", limits: { cpuMs: 1000, outputBytes: 1024 } });
 });
 after(() => s?.close());
@@ -229,5 +230,32 @@ describe("output the tests expect", () => {
       }),
     ]);
     assert.equal(r.score, 1, JSON.stringify(r));
+  });
+  test("TypeScript: MultiPL-E's HumanEval-TS rows and stdin programs run with their types stripped", async () => {
+    const tests =
+      "declare var require: any;\nconst assert = require('node:assert');\nfunction test() {\n  let candidate = add;\n  assert.deepEqual(candidate(2, 3), 5);\n}\n\ntest();\n";
+    const typed =
+      "interface Pair { a: number; b: number }\nfunction add(a: number, b: number): number {\n  const p: Pair = { a, b };\n  return p.a + p.b;\n}\n";
+    const io = { inputs: ["2 3\n"], outputs: ["5\n"] };
+    const stdin =
+      "const [a, b]: number[] = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a + b as number);\n";
+    const [right, wrong, broken, untyped, fromStdin, js] = await gradeBatch("ts", [
+      thread(fence("ts", typed), { tests }),
+      thread(fence("typescript", "function add(a: number, b: number): number { return a * b; }"), { tests }),
+      thread(fence("ts", "function add(a: number, : number) {\n  return a;\n}"), { tests }),
+      // an untagged block is the first language's: TypeScript; a type error is not a failed test
+      thread("```\nfunction add(a: number, b: number): string { return (a + b) as any; }\n```", { tests }),
+      thread(fence("ts", stdin), io),
+      // a block tagged js stays JavaScript
+      thread(fence("js", "function add(a, b) { return a + b; }"), { tests: tests.replace("declare var require: any;\n", "") }),
+    ]);
+    assert.deepEqual(
+      [right.score, wrong.score, untyped.score, fromStdin.score, js.score],
+      [1, 0, 1, 1, 1],
+      JSON.stringify([right, wrong, untyped, fromStdin, js]),
+    );
+    assert.deepEqual(verdicts(wrong), ["wrong_answer"]);
+    assert.deepEqual(verdicts(broken), ["syntax_error"]);
+    assert.match(broken.metadata?.results[0].message ?? "", /^SyntaxError: .*\(program line 1, column \d+\)/);
   });
 });

@@ -15,6 +15,7 @@ async function createCode(): Promise<void> {
     const languages = [
       ...(checked("#code-python") ? (["python"] as const) : []),
       ...(checked("#code-javascript") ? (["javascript"] as const) : []),
+      ...(checked("#code-typescript") ? (["typescript"] as const) : []),
     ];
     const limits = { cpuMs: numberIn("#code-cpu-ms"), memoryMb: numberIn("#code-memory-mb") };
     const g = await state.client.graders.create.code({

@@ -1,6 +1,7 @@
 // Finding the program in a completion. The rule (docs/code-graders.md "Which code runs"):
 //   1. the last fenced block (``` or ~~~, CommonMark-style) whose info tag names an accepted
-//      language (python, py, python3, py3 / javascript, js, node, nodejs, mjs, cjs);
+//      language (python, py, python3, py3 / javascript, js, node, nodejs, mjs, cjs /
+//      typescript, ts, mts, cts);
 //   2. else the last fenced block without a tag, in the spec's first language;
 //   3. else, with extract "fenced_or_whole", the whole completion in the first language;
 //      with "fenced", no program (the item scores 0: writing no code is the policy's failure).
@@ -21,6 +22,10 @@ const TAGS: Record<string, CodeLanguage> = {
   nodejs: "javascript",
   mjs: "javascript",
   cjs: "javascript",
+  typescript: "typescript",
+  ts: "typescript",
+  mts: "typescript",
+  cts: "typescript",
 };
 
 export const languageOfTag = (tag: string): CodeLanguage | undefined => TAGS[tag.toLowerCase()];

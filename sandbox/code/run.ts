@@ -11,7 +11,8 @@
 // standard output (captured below Python's `print` and `sys.stdout`), and the harness's own
 // answer (`completed`, `returned`), which a program cannot forge by patching what it can reach.
 
-export const CODE_LANGUAGES = ["python", "javascript"] as const;
+/** typescript runs in the JavaScript runner once its types are stripped (typescript.ts) */
+export const CODE_LANGUAGES = ["python", "javascript", "typescript"] as const;
 export type CodeLanguage = (typeof CODE_LANGUAGES)[number];
 
 export interface RunLimits {

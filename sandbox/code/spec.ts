@@ -63,7 +63,7 @@ export const CodeSpecFields = z.object({
     .default("fenced_or_whole")
     .describe(
       "how the program is found in the last assistant turn: the last fenced block tagged with an accepted language " +
-        "(```python, ```py, ```python3; ```javascript, ```js, ```node), else the last untagged fenced block; " +
+        "(```python, ```py, ```python3; ```javascript, ```js, ```node; ```typescript, ```ts), else the last untagged fenced block; " +
         "fenced_or_whole (default) falls back to the whole completion, fenced scores 0 (no program), whole always runs the whole completion",
     ),
   tests: z

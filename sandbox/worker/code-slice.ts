@@ -12,6 +12,7 @@ import type { CodeOutcome } from "../code/outcomes.ts";
 import { PythonRunner } from "../code/python-runner.ts";
 import type { CodeLanguage, CodeRunner } from "../code/run.ts";
 import { parseCodeSpec, type WorkerCodeSpec } from "../code/spec.ts";
+import { TypeScriptRunner } from "../code/typescript.ts";
 import { SLOT } from "../isolate/slot.ts";
 import type { PackedBatch } from "../protocol/batch.ts";
 import { MAX_MESSAGE, type SliceResult } from "../protocol/replies.ts";
@@ -123,7 +124,9 @@ export class CodeRunners {
     return this.current.js;
   }
 
-  readonly runnerFor = (language: CodeLanguage): CodeRunner => (language === "python" ? this.python() : this.js());
+  private readonly typescript = new TypeScriptRunner(() => this.js());
+  readonly runnerFor = (language: CodeLanguage): CodeRunner =>
+    language === "python" ? this.python() : language === "typescript" ? this.typescript : this.js();
 
   /**
    * Starts what runs of these languages need and is not up (the first time, or after a run that
@@ -140,7 +143,7 @@ export class CodeRunners {
         started = true;
       }
     }
-    if (languages.includes("javascript")) {
+    if (languages.includes("javascript") || languages.includes("typescript")) {
       const js = this.js();
       if (!js.startedFor(memoryMb)) {
         js.warm(memoryMb);
@@ -162,6 +165,7 @@ export class CodeRunners {
     }
     this.byProject.clear();
     this.current = {};
+    this.typescript.dispose();
   }
 }
 

@@ -17,7 +17,7 @@ import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 
 /** SandboxFusion's language names this route runs, and the runner each goes to */
-export const SF_LANGUAGES: Record<string, CodeLanguage> = { python: "python", nodejs: "javascript" };
+export const SF_LANGUAGES: Record<string, CodeLanguage> = { python: "python", nodejs: "javascript", typescript: "typescript" };
 
 export function requestSchema(maxCode: number) {
   // SandboxFusion's own model ignores fields it does not know: so does this one
