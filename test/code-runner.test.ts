@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { NonFiniteFloat } from "../sandbox/code/compare.ts";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
-import { decodeMarshal, encodeMarshal, PythonRunner } from "../sandbox/code/python-runner.ts";
+import { decodeMarshal, encodeMarshal, PythonRunner, plainMarshal } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
@@ -128,6 +128,49 @@ describe("Python runner", () => {
     assert.match(lambda.message ?? "", /^TypeError: the tests passed f an argument that is not plain data/);
     const object = run({ program: "class P:\n    pass\ndef f():\n    return P()\n", after: "assert f() is not None\n" });
     assert.match(object.message ?? "", /^TypeError: f returned a P, which is not plain data/);
+  });
+  test("after: what honest programs return reaches the tests: dict, tuple and int subclasses as their plain copies, large lists", () => {
+    const ok = (program: string, after: string) => {
+      const r = run({ program, after });
+      assert.equal(r.completed, true, `${after}: ${JSON.stringify(r)}`);
+    };
+    // MBPP's freq_count returns a Counter; grouping answers a defaultdict; namedtuples, IntEnum
+    ok("import collections\ndef f(xs):\n    return collections.Counter(xs)\n", "assert f([1, 1, 2]) == {1: 2, 2: 1}\n");
+    ok(
+      "import collections\ndef f(x):\n    d = collections.defaultdict(list)\n    d[x].append(x)\n    return collections.OrderedDict(d)\n",
+      "assert f(2) == {2: [2]}\n",
+    );
+    ok(
+      "import collections, enum\nP = collections.namedtuple('P', 'a b')\nclass C(enum.IntEnum):\n    RED = 1\ndef f(x):\n    return [P(x, C.RED)]\n",
+      "assert f(2) == [(2, 1)] and type(f(2)[0][1]) is int\n",
+    );
+    // past the 256 KB a call test's value is read: 10^5 ints are 500 KB as data
+    ok("def f(n):\n    return list(range(n))\n", "assert len(f(100000)) == 100000\n");
+    // a subclass cannot lie its way through the copy: its value is read by the base type's C methods
+    const liar = run({
+      program: "class I(int):\n    def __eq__(self, o): return True\n    def __int__(self): return 5\ndef f(x):\n    return I(4)\n",
+      after: "assert f(2) == 5\n",
+    });
+    assert.equal(liar.completed, false, JSON.stringify(liar));
+  });
+  test("after: a __del__ that never returns, run when the program's namespace is let go, ends at the test's limit", () => {
+    // (the namespace is the program's objects' only holder when its functions have globals of their own)
+    const r = run({
+      program:
+        "g = {}\nexec('class Evil:\\n    def __del__(self):\\n        while True: pass\\ndef f(x):\\n    return x * 2\\n', g)\ne = g['Evil']()\nf = g['f']\ndel g\n",
+      after: "assert f(2) == 4\n",
+      limits: { ...limits, cpuMs: 300 },
+    });
+    assert.deepEqual([r.status, r.completed], ["time_limit", false], JSON.stringify(r));
+    assert.equal(run({ program: "def f(x):\n    return x * 2\n", after: "assert f(2) == 4\n" }).completed, true);
+  });
+  test("the host passes on no marshal reference to a container still being read (a half-made tuple, hashed, reads freed memory)", () => {
+    // ((ref 0 as a dict key),): the tuple, flagged, holds a dict keyed by the tuple itself
+    assert.equal(plainMarshal(Uint8Array.of(0xa9, 1, 0x7b, 0x72, 0, 0, 0, 0, 0x4e, 0x30)), false);
+    assert.equal(plainMarshal(Uint8Array.of(0xdb, 1, 0, 0, 0, 0x72, 0, 0, 0, 0)), false);
+    // a reference to a finished container is data (v = [1]; [v, v])
+    const dag = Uint8Array.of(0x5b, 2, 0, 0, 0, 0xdb, 1, 0, 0, 0, 0xe9, 1, 0, 0, 0, 0x72, 0, 0, 0, 0);
+    assert.equal(plainMarshal(dag), true);
   });
   test("after: a limit or an exit inside a call the tests make ends the run; the runners stay whole and warm", () => {
     const short = { ...limits, cpuMs: 500 };

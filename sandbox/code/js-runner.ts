@@ -393,9 +393,11 @@ export class JsRunner implements CodeRunner {
           ref("testing").applySync(undefined, [], { timeout: left() });
           // the tests in a strict function of their own (on the same first line, so line numbers
           // hold): a program's function then reads null for its caller (f.caller, a stack trace's
-          // getFunction()), and the tests' own names (MultiPL-E's test()) are not globals it can read
+          // getFunction()), and the tests' own names (MultiPL-E's test()) are not globals it can read.
+          // Called as it is, not through .call: Function.prototype.call is the program's to replace
+          // (it would get the tests' function, its source, and the choice not to run it)
           isolate
-            .compileScriptSync(`(function () { "use strict"; ${request.after}\n}).call(undefined);`, { filename: "tests.js" })
+            .compileScriptSync(`(function () { "use strict"; ${request.after}\n})();`, { filename: "tests.js" })
             .runSync(context, { timeout: left() });
           completed = true;
         } catch (error) {

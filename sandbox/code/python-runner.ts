@@ -29,6 +29,12 @@ const REBUILD_GROWTH = 64 * 1024 * 1024;
 const MAX_MESSAGE = 2000;
 /** `returned`, as marshal bytes, read back at most */
 const MAX_RETURNED = 256 * 1024;
+/**
+ * a reply of the program's side to the tests' side (a value an assert-style test's call returns),
+ * as marshal bytes, at most: as large as the tests' own arguments may be (a list of 10^5 ints is
+ * 500 KB; an honest `assert len(primes(10**6)) == 78498` needs it)
+ */
+const MAX_REPLY = 4 * 1024 * 1024;
 const START_MS = 30_000;
 /** `returned`, decoded, at most this many values once expanded (back-references counted in full) */
 const MAX_RETURNED_NODES = 100_000;
@@ -131,7 +137,47 @@ def _gb_guard(f, *a, _gb_describe=_gb_describe):
         return (False, _gb_describe(e))
 class _gb_Stop(BaseException):
     """the host stopped the program mid-call (its time or memory limit): the tests end"""
-def _gb_lookup(ns, name, dumps=_gb_marshal.dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType):
+def _gb_plain_of(type=type, issubclass=issubclass, dict=dict, list=list, tuple=tuple, set=set, frozenset=frozenset, int=int, float=float, complex=complex, str=str, bytes=bytes, bool=bool):
+    # A copy of v as exact plain types: what an honest program returns is often a subclass of one
+    # (collections.Counter, defaultdict, OrderedDict, a namedtuple, an IntEnum), which marshal
+    # refuses but the tests compare as the dict, tuple or int it is. Read through the base type's C
+    # methods: what comes out is plain data whatever the subclass overrides (checked again by the host).
+    def plain(v, depth=0):
+        t = type(v)
+        if v is None or t is bool or t is int or t is float or t is complex or t is str or t is bytes:
+            return v
+        if depth > 100:
+            raise ValueError("nested too deeply")
+        if issubclass(t, int):
+            return int.__int__(v)
+        if issubclass(t, float):
+            return float.__float__(v)
+        if issubclass(t, complex):
+            return complex(complex.real.__get__(v), complex.imag.__get__(v))
+        if issubclass(t, str):
+            return str.__str__(v)
+        if issubclass(t, bytes):
+            return bytes.__bytes__(v)
+        if issubclass(t, dict):
+            return {plain(k, depth + 1): plain(x, depth + 1) for k, x in dict.items(v)}
+        if issubclass(t, tuple):
+            return tuple([plain(x, depth + 1) for x in tuple.__iter__(v)])
+        if issubclass(t, list):
+            return [plain(x, depth + 1) for x in list.__iter__(v)]
+        if issubclass(t, frozenset):
+            return frozenset([plain(x, depth + 1) for x in frozenset.__iter__(v)])
+        if issubclass(t, set):
+            return {plain(x, depth + 1) for x in set.__iter__(v)}
+        raise TypeError("not plain data")
+    return plain
+_gb_plain = _gb_plain_of()
+def _gb_dumps(v, dumps=_gb_marshal.dumps, plain=_gb_plain):
+    # marshal bytes of v, or of its plain copy (see _gb_plain)
+    try:
+        return dumps(v, 4)
+    except (ValueError, TypeError):
+        return dumps(plain(v), 4)
+def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType):
     # The program's side: what one of its names is, for the tests' side (another interpreter).
     if name not in ns:
         return b"N"
@@ -141,23 +187,23 @@ def _gb_lookup(ns, name, dumps=_gb_marshal.dumps, callable=callable, type=type, 
     if callable(v):
         return b"F"
     try:
-        return b"D" + dumps(v, 4)
-    except (ValueError, TypeError):
+        return b"D" + dumps(v)
+    except (ValueError, TypeError, RecursionError):
         return b"N"
-def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_marshal.dumps, type=type, str=str):
+def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_dumps, type=type, str=str):
     # The program's side of a call the tests make: its function, the tests' arguments (plain
     # copies), its value back as marshal bytes. Nothing of the tests is in this interpreter.
     try:
         args, kwargs = loads(payload)
         v = ns[name](*args, **kwargs)
         try:
-            return b"R" + dumps(v, 4)
-        except (ValueError, TypeError):
+            return b"R" + dumps(v)
+        except (ValueError, TypeError, RecursionError):
             pass
         if hasattr(type(v), "__next__"):
             # a generator, map, filter…: its items (the tests' side gets an iterator over them)
-            return b"I" + dumps(list(v), 4)
-        return b"E" + dumps(("TypeError", name + " returned a " + type(v).__name__ + ", which is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set) and cannot reach the tests"), 4)
+            return b"I" + dumps(list(v))
+        return b"E" + dumps(("TypeError", name + " returned a " + type(v).__name__ + ", which is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set) and cannot reach the tests"))
     except BaseException as e:
         base = BaseException
         for c in type(e).__mro__:
@@ -168,8 +214,8 @@ def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_marshal.dum
             message = str(e)[:2000]
         except BaseException:
             message = ""
-        return b"E" + dumps((str(base.__name__), message), 4)
-def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_marshal.dumps, Stop=_gb_Stop):
+        return b"E" + dumps((str(base.__name__), message))
+def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop):
     # The tests' side: they run in this interpreter, which never runs the program: every name of
     # the program they use is a proxy that asks the program's interpreter through the host (the
     # device at fd), with plain copies both ways. A program cannot read the tests' frames or
@@ -186,8 +232,8 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
     def proxy(name):
         def call(*args, **kwargs):
             try:
-                payload = dumps((args, kwargs), 4)
-            except (ValueError, TypeError):
+                payload = dumps((args, kwargs))
+            except (ValueError, TypeError, RecursionError):
                 raise TypeError("the tests passed " + name + " an argument that is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set): programs are called with copies") from None
             reply = ask(b"C" + name.encode("utf-8") + b"\\0" + payload)
             kind, body = reply[:1], reply[1:]
@@ -198,7 +244,9 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
             if kind == b"E":
                 tname, message = loads(body)
                 t = base.get(tname)
-                if isinstance(t, type) and issubclass(t, Exception):
+                # (StopIteration out of a call would end the tests' map() or zip() early, as if
+                # every item passed: a RuntimeError, as PEP 479 makes it out of a generator)
+                if isinstance(t, type) and issubclass(t, Exception) and not issubclass(t, (StopIteration, StopAsyncIteration)):
                     raise t(message)
                 raise RuntimeError(tname + (": " + message if message else ""))
             raise Stop()
@@ -275,7 +323,7 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_types, _gb_os");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
 
 // the name blocked builtin modules are given (allocated at the first)
 let gone = 0;
@@ -745,7 +793,9 @@ g.__gradebox_code_call = (op, name, payload) => {
   let bytes;
   try { bytes = answer.toJs(); } catch { bytes = undefined; }
   destroyAll(answer);
-  return bytes instanceof U8 ? decode_latin1(bytes) : "A";
+  if (!(bytes instanceof U8)) return "A";
+  // a reply past the bound is said in a byte ("L"), not copied out to the host first
+  return bytes.length > ${MAX_REPLY} ? "L" : decode_latin1(bytes);
 };
 })();`;
 
@@ -759,8 +809,10 @@ export interface PythonRunnerStats {
 
 /** what the host answers the tests' side when the program's side cannot answer (stopped, not plain data, …): the tests end */
 const ABORT = "A";
+/** the program's side's end (its output read, its namespace let go) when the tests used the whole budget */
+const END_GRACE_MS = 100;
 /** the tests' arguments to one call of the program, as marshal bytes, at most */
-const MAX_ARGUMENTS = 4 * 1024 * 1024;
+const MAX_ARGUMENTS = MAX_REPLY;
 /** a name the tests ask the program's side about */
 const NAME = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]{0,199}$/u;
 
@@ -943,7 +995,8 @@ export class PythonRunner implements CodeRunner {
         ? (JSON.parse(opened.raw) as { stdin?: unknown })
         : undefined;
     if (!serving) return this.read(opened.raw, request, opened.cpuMs, false);
-    const peer = (this.peer ??= new PythonRunner(this.template, "tests"));
+    this.peer ??= new PythonRunner(this.template, "tests");
+    const peer = this.peer;
     let cpuMs = opened.cpuMs;
     let stopped: RunResult | undefined;
     peer.bridgeTo = (message) => {
@@ -981,15 +1034,17 @@ export class PythonRunner implements CodeRunner {
     try {
       tests = peer.runTests({ ...request, stdin: typeof serving.stdin === "string" ? serving.stdin : "" }, left());
     } catch (error) {
-      this.end();
+      this.end(END_GRACE_MS);
       throw error;
     } finally {
       peer.bridgeTo = undefined;
     }
     cpuMs += tests.cpuMs;
     if (stopped) return { ...stopped, cpuMs: cpuMs + stopped.cpuMs };
-    // the program's side: what it wrote over the whole run
-    const ended = this.end();
+    // the program's side: what it wrote over the whole run. Within what is left of the budget:
+    // letting go of its namespace runs its objects' __del__, which may never return
+    const ended = this.end(Math.max(left(), END_GRACE_MS));
+    if (ended && "stopped" in ended) return { ...ended.stopped, cpuMs: cpuMs + ended.stopped.cpuMs };
     if (!ended) {
       return {
         status: "runtime_error",
@@ -1016,12 +1071,11 @@ export class PythonRunner implements CodeRunner {
     };
   }
 
-  /** the program's side's end: its run's answer (output, and whether it must be replaced), or undefined when it is gone */
-  private end(): { raw: unknown; cpuMs: number } | undefined {
+  /** the program's side's end: its run's answer (output, and whether it must be replaced), its limit, or undefined when it is gone */
+  private end(timeoutMs: number): { raw: unknown; cpuMs: number } | { stopped: RunResult } | undefined {
     if (!this.callEntry || !this.started) return undefined;
     try {
-      const entered = this.enter(this.callEntry, ["end", "", ""], START_MS);
-      return "stopped" in entered ? undefined : entered;
+      return this.enter(this.callEntry, ["end", "", ""], timeoutMs);
     } catch {
       return undefined;
     }
@@ -1031,8 +1085,8 @@ export class PythonRunner implements CodeRunner {
   private checked(raw: unknown, op: string): string {
     if (typeof raw !== "string" || raw.length === 0) return ABORT;
     const kind = raw[0];
-    if (raw.length > MAX_RETURNED + 1)
-      return `E${latin1(encodeMarshal(["ValueError", `the value is larger than ${MAX_RETURNED} bytes as data`]))}`;
+    if (raw === "L" || raw.length > MAX_REPLY + 1)
+      return `E${latin1(encodeMarshal(["ValueError", `the value is larger than ${MAX_REPLY} bytes as data`]))}`;
     if (op === "G") {
       if (kind === "N" || kind === "F") return raw.length === 1 ? raw : ABORT;
       if (kind === "M") return NAME.test(bytesText(raw.slice(1))) ? raw : "N";
@@ -1151,6 +1205,9 @@ const bytesText = (text: string) => new TextDecoder("utf-8", { fatal: false }).d
 export function plainMarshal(bytes: Uint8Array): boolean {
   let at = 0;
   let refs = 0;
+  // the references of containers still being read: marshal hands a reference to one over half
+  // made (a tuple with NULL items, hashed as a dict key, reads freed memory in the interpreter)
+  const open = new Set<number>();
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const need = (n: number) => at + n <= bytes.length;
   const i32 = () => {
@@ -1162,8 +1219,14 @@ export function plainMarshal(bytes: Uint8Array): boolean {
   const value = (depth: number): boolean => {
     if (depth > 200 || !need(1)) return false;
     const byte = bytes[at++];
-    if (byte & 0x80) refs++;
+    const slot = byte & 0x80 ? refs++ : -1;
     const code = String.fromCharCode(byte & 0x7f);
+    const items = (n: number): boolean => {
+      if (slot >= 0) open.add(slot);
+      for (let k = 0; k < n; k++) if (!value(depth + 1)) return false;
+      open.delete(slot);
+      return true;
+    };
     switch (code) {
       case "N":
       case "T":
@@ -1206,9 +1269,7 @@ export function plainMarshal(bytes: Uint8Array): boolean {
       }
       case ")": {
         if (!need(1)) return false;
-        const n = bytes[at++];
-        for (let k = 0; k < n; k++) if (!value(depth + 1)) return false;
-        return true;
+        return items(bytes[at++]);
       }
       case "(":
       case "[":
@@ -1216,21 +1277,22 @@ export function plainMarshal(bytes: Uint8Array): boolean {
       case ">": {
         const n = i32();
         if (n < 0 || n > bytes.length - at) return false;
-        for (let k = 0; k < n; k++) if (!value(depth + 1)) return false;
-        return true;
+        return items(n);
       }
       case "{":
+        if (slot >= 0) open.add(slot);
         for (;;) {
           if (!need(1)) return false;
           if (bytes[at] === 0x30) {
             at++;
+            open.delete(slot);
             return true;
           }
           if (!value(depth + 1) || !value(depth + 1)) return false;
         }
       case "r": {
         const n = i32();
-        return n >= 0 && n < refs;
+        return n >= 0 && n < refs && !open.has(n);
       }
       default:
         return false;

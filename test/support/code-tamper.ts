@@ -142,7 +142,22 @@ export const PYTHON_TAMPER: TamperCase[] = [
     test: "after",
     after: "assert f(2) == 5\n",
     program:
-      "import gc, marshal\ndef evil(*a, **k):\n    return b'R' + marshal.dumps(compile('5', 'x', 'eval'))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') in ('_gb_invoke', '_gb_lookup'):\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
+      "import gc, marshal\ndef evil(*a, **k):\n    return b'R' + __import__('marshal').dumps(compile('5', 'x', 'eval'))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') in ('_gb_invoke', '_gb_lookup'):\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
+      F,
+  },
+  {
+    name: "raises StopIteration so the tests' map() ends early, as if every item passed",
+    test: "after",
+    after: "assert all(map(lambda p: f(p[0]) == p[1], [(2, 5), (3, 7)]))\n",
+    program: "def f(x):\n    raise StopIteration\n",
+  },
+  {
+    // (evil runs with the harness's globals: it imports what it uses)
+    name: "hands the tests StopIteration through the harness found by gc (its own exception kind)",
+    test: "after",
+    after: "for got in map(f, [2]):\n    assert got == 5\n",
+    program:
+      "import gc, marshal\ndef evil(*a, **k):\n    return b'E' + __import__('marshal').dumps(('StopIteration', ''))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') == '_gb_invoke':\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
       F,
   },
 ];
@@ -214,6 +229,19 @@ export const JS_TAMPER: TamperCase[] = [
     after: "function test() {\n  if (f(2) !== 5) throw new Error('f(2) must be 5');\n}\ntest();\n",
     program:
       "function f(x) {\n  const t = globalThis.test;\n  const m = typeof t === 'function' && /!== (\\d+)/.exec(String(t));\n  return m ? Number(m[1]) : x * 2;\n}\n",
+  },
+  // the tests are called as they are: Function.prototype.call is the program's
+  {
+    name: "replaces Function.prototype.call, so the tests' function never runs",
+    test: "after",
+    program: "function f(x) { return x * 2 }\nFunction.prototype.call = function () {};",
+  },
+  {
+    name: "reads the tests' source through Function.prototype.call, then runs them",
+    test: "after",
+    after: "function test() {\n  if (f(2) !== 5) throw new Error('f(2) must be 5');\n}\ntest();\n",
+    program:
+      "const call = Function.prototype.call;\nlet m;\nFunction.prototype.call = function (self, ...a) {\n  m = m || /!== (\\d+)/.exec(String(this));\n  Function.prototype.call = call;\n  return Reflect.apply(this, self, a);\n};\nfunction f(x) { return m ? Number(m[1]) : x * 2 }\n",
   },
 ];
 export const JS_TAMPER_AFTER = "if (f(2) !== 5) throw new Error('f(2) must be 5')";
