@@ -408,6 +408,38 @@ describe("JavaScript runner", () => {
     );
     assert.equal(run({ program: "const f = (x) => x * 2", after: "if (f(2) !== 4) throw new Error('no')" }).completed, true);
   });
+  test("after: the tests run in their own realm and call the program's names with copies", () => {
+    const ok = (program: string, after: string) => {
+      const r = run({ program, after });
+      assert.equal(r.completed, true, `${after}: ${JSON.stringify(r)}`);
+      return r;
+    };
+    // MultiPL-E's shape, the program's const and function declarations, copies of plain data
+    ok(
+      "const LIMIT = { n: 3 };\nfunction pairs(n) { return new Map([[n, [n, n]]]); }\nconst add = (a, b) => a + b;",
+      "const assert = require('node:assert');\nfunction test() {\n  let candidate = add;\n  assert.deepEqual(candidate(2, 3), 5);\n  assert.deepEqual(pairs(2).get(2), [2, 2]);\n  assert.equal(LIMIT.n, 3);\n}\ntest();",
+    );
+    // a program's exception is the tests' own builtin of that name (assert.throws checks the class)
+    ok(
+      "function f(x) { if (x < 0) throw new RangeError('negative'); class Bad extends TypeError {} if (x === 0) throw new Bad('zero'); return x; }",
+      "const assert = require('assert');\nassert.throws(() => f(-1), RangeError);\nassert.throws(() => f(0), TypeError);\nassert.equal(f(1), 1);",
+    );
+    // what the program prints, then what the tests print
+    assert.equal(
+      ok("console.log('p');\nfunction f(x) { console.log('in f'); return x; }", "f(1);\nconsole.log('t');").stdout,
+      "p\nin f\nt\n",
+    );
+    // a function passed to the program is no copy: an error worded for a person
+    const fn = run({ program: "function f(g) { return g(1) }", after: "if (f((x) => x) !== 1) throw new Error('no')" });
+    assert.equal(fn.completed, false);
+    assert.match(fn.message ?? "", /not plain data/);
+    // process.exit inside a call the tests make: not completed, whatever the tests catch
+    const exit = run({ program: "function f(x) { process.exit(0) }", after: "try { f(1) } catch {}" });
+    assert.equal(exit.completed, false);
+    // a program's loop inside a call: the run's time limit
+    const loop = run({ program: "function f(x) { for (;;) {} }", after: "try { f(1) } catch {}", limits: { ...limits, cpuMs: 300 } });
+    assert.deepEqual([loop.status, loop.completed], ["time_limit", false]);
+  });
   for (const c of JS_TAMPER) {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =

@@ -18,6 +18,40 @@ import ivm from "isolated-vm";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type RunStatus } from "./run.ts";
 
 const MAX_MESSAGE = 2000;
+/** the program's names one test may reach (each costs a lookup, and a proxy or a copy) */
+const MAX_NAMES = 200;
+/** words that are no name to look up */
+const RESERVED = new Set(
+  "break case catch class const continue debugger default delete do else export extends false finally for function if import in instanceof let new null return static super switch this throw true try typeof var void while with yield await async of get set undefined NaN Infinity".split(
+    " ",
+  ),
+);
+/**
+ * In the tests' realm: a global function that calls the program's (served: see the harness's
+ * serve) with copies, and throws the tests' own error of the same builtin name when it threw.
+ */
+const PROXY = `(function (name, served) {
+"use strict";
+const errors = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+globalThis[name] = function (...args) {
+  let r;
+  try {
+    r = served.applySync(undefined, args, { arguments: { copy: true }, result: { copy: true } });
+  } catch (e) {
+    if (e && /could not be cloned/.test(String(e.message))) {
+      throw new TypeError(name + ": the arguments and the value cross between the tests and the program as copies, and one of them is not plain data (functions and class instances' methods are not): " + e.message);
+    }
+    throw e;
+  }
+  if (r.ok) return r.value;
+  if (r.exit) throw new Error("the program exited (process.exit) inside " + name);
+  if ("thrown" in r) throw r.thrown;
+  const C = Object.prototype.hasOwnProperty.call(errors, r.name) ? errors[r.name] : Error;
+  const error = new C(r.message);
+  if (C === Error && r.name !== "Error") error.name = r.name;
+  throw error;
+};
+})`;
 /** `returned` as JSON text, read at most */
 const MAX_RETURNED = 256 * 1024;
 
@@ -258,6 +292,23 @@ return {
       return j === undefined ? "\u0000opaque" : j;
     } catch (e) { return e === EXIT ? "\u0000exit" : "\u0000opaque"; }
   },
+  // a function of the program the tests call from their own context: what it returned, or threw, as plain data
+  serve(f) {
+    return function (...args) {
+      try {
+        return { ok: true, value: f(...args) };
+      } catch (e) {
+        if (e === EXIT) return { exit: true };
+        if (e !== null && (typeof e === "object" || typeof e === "function")) {
+          let name = "Error";
+          let message = "";
+          try { name = StringCtor(e.name); message = StringCtor(e.message); } catch {}
+          return { ok: false, name, message };
+        }
+        return { ok: false, thrown: e };
+      }
+    };
+  },
   state: () => jsonStringify({ out: out.text, err: err.text, over, exited, exitCode }),
   // the tests start: a failed console.assert is a failed test from here on
   testing() { testing = true; },
@@ -316,8 +367,10 @@ export class JsRunner implements CodeRunner {
       this.dispose();
       throw new RunnerFailure(`the JavaScript runner could not make a context: ${error instanceof Error ? error.message : String(error)}`);
     }
-    /** every Reference into the context: released with it, or they keep the context alive */
+    /** every Reference into the contexts: released with them, or they keep the contexts alive */
     const held: ivm.Reference[] = [];
+    /** the run's contexts: the program's, and the tests' (assert-style tests) */
+    const contexts: ivm.Context[] = [context];
     const keep = <T extends ivm.Reference>(r: T): T => {
       held.push(r);
       return r;
@@ -388,17 +441,10 @@ export class JsRunner implements CodeRunner {
       }
       const s = this.readState(state);
       if (s.exited || s.over) failed = true;
+      let testsState: ivm.Reference | undefined;
       if (!failed && request.after !== undefined) {
         try {
-          ref("testing").applySync(undefined, [], { timeout: left() });
-          // the tests in a strict function of their own (on the same first line, so line numbers
-          // hold): a program's function then reads null for its caller (f.caller, a stack trace's
-          // getFunction()), and the tests' own names (MultiPL-E's test()) are not globals it can read.
-          // Called as it is, not through .call: Function.prototype.call is the program's to replace
-          // (it would get the tests' function, its source, and the choice not to run it)
-          isolate
-            .compileScriptSync(`(function () { "use strict"; ${request.after}\n})();`, { filename: "tests.js" })
-            .runSync(context, { timeout: left() });
+          testsState = this.runTests(request, context, harness, keep, left, contexts);
           completed = true;
         } catch (error) {
           thrown(error);
@@ -446,6 +492,7 @@ export class JsRunner implements CodeRunner {
         { status, message, exitCode: status === "runtime_error" ? 1 : 0, completed, returned, returnedOpaque },
         cpu(),
         request.limits.outputBytes,
+        testsState,
       );
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);
@@ -467,7 +514,7 @@ export class JsRunner implements CodeRunner {
     } finally {
       if (!isolate.isDisposed) {
         for (const r of held) r.release();
-        context.release();
+        for (const c of contexts) c.release();
       }
     }
   }
@@ -485,13 +532,83 @@ export class JsRunner implements CodeRunner {
     return s;
   }
 
+  /**
+   * Assert-style tests in a context of their own (a second realm of the isolate, with its own
+   * harness): the program's names the tests use arrive as copies, its functions as proxies that
+   * call it with copies of their arguments (structured clone) and return a copy of its value.
+   * A program then cannot patch what the tests call (JSON.stringify, Math.abs, Array.prototype.every,
+   * the assert module) nor read them: none of it is in its realm. Returns the tests' harness state.
+   */
+  private runTests(
+    request: RunRequest,
+    program: ivm.Context,
+    programHarness: ivm.Reference,
+    keep: <T extends ivm.Reference>(r: T) => T,
+    left: () => number,
+    contexts: ivm.Context[],
+  ): ivm.Reference {
+    const isolate = this.isolate as ivm.Isolate;
+    const context = isolate.createContextSync();
+    contexts.push(context);
+    confine(isolate, context);
+    const make = keep((this.harness as ivm.Script).runSync(context, { reference: true }) as ivm.Reference);
+    const th = keep(
+      make.applySync(undefined, [request.stdin ?? "", request.limits.outputBytes], { result: { reference: true } }) as ivm.Reference,
+    );
+    keep(th.getSync("testing", { reference: true }) as ivm.Reference).applySync(undefined, [], { timeout: left() });
+    const testsState = keep(th.getSync("state", { reference: true }) as ivm.Reference);
+    const serve = keep(programHarness.getSync("serve", { reference: true }) as ivm.Reference);
+    // the tests' free names: every identifier in their text (a superset) the tests' realm does not define
+    const own = new Set(isolate.compileScriptSync("Object.getOwnPropertyNames(globalThis)").runSync(context, { copy: true }) as string[]);
+    const names = new Set((request.after as string).match(/[A-Za-z_$][\w$]*/g) ?? []);
+    let made = 0;
+    for (const name of names) {
+      if (own.has(name) || RESERVED.has(name) || made >= MAX_NAMES) continue;
+      let kind: unknown;
+      try {
+        kind = isolate.compileScriptSync(`typeof ${name}`).runSync(program, { timeout: left() });
+      } catch (error) {
+        if (error instanceof Error && /^(Script execution timed out|Isolate was disposed)/.test(error.message)) throw error;
+        continue;
+      }
+      if (kind === "undefined" || typeof kind !== "string") continue;
+      made++;
+      if (kind === "function") {
+        const f = keep(isolate.compileScriptSync(`(${name})`).runSync(program, { reference: true, timeout: left() }) as ivm.Reference);
+        const served = keep(serve.applySync(undefined, [f.derefInto()], { result: { reference: true }, timeout: left() }) as ivm.Reference);
+        const proxy = keep(isolate.compileScriptSync(PROXY).runSync(context, { reference: true }) as ivm.Reference);
+        proxy.applySync(undefined, [name, served], { timeout: left() });
+      } else {
+        try {
+          const value = isolate.compileScriptSync(`(${name})`).runSync(program, { copy: true, timeout: left() });
+          context.global.setSync(name, value, { copy: true });
+        } catch (error) {
+          if (error instanceof Error && /^(Script execution timed out|Isolate was disposed)/.test(error.message)) throw error;
+        }
+      }
+    }
+    // a strict function of its own, called as it is (on the same first line, so line numbers hold)
+    isolate
+      .compileScriptSync(`(function () { "use strict"; ${request.after}\n})();`, { filename: "tests.js" })
+      .runSync(context, { timeout: left() });
+    return testsState;
+  }
+
   private finish(
     state: ivm.Reference,
     r: { status: RunStatus; message?: string; exitCode: number; completed: boolean; returned?: unknown; returnedOpaque?: boolean },
     cpuMs: number,
     outputBytes: number,
+    /** the tests' context's harness: what the tests printed follows what the program printed */
+    testsState?: ivm.Reference,
   ): RunResult {
     const s = this.readState(state);
+    if (testsState) {
+      const t = this.readState(testsState);
+      s.out += t.out;
+      s.err += t.err;
+      if (t.over) s.over = true;
+    }
     let status = r.status;
     let exitCode = r.exitCode;
     let message = r.message;

@@ -243,6 +243,32 @@ export const JS_TAMPER: TamperCase[] = [
     program:
       "const call = Function.prototype.call;\nlet m;\nFunction.prototype.call = function (self, ...a) {\n  m = m || /!== (\\d+)/.exec(String(this));\n  Function.prototype.call = call;\n  return Reflect.apply(this, self, a);\n};\nfunction f(x) { return m ? Number(m[1]) : x * 2 }\n",
   },
+  // the tests run in a realm of their own: what the program patches in its realm is not what they call
+  {
+    name: "patches JSON.stringify (HumanEval-X's console.assert of two stringifies)",
+    test: "after",
+    after: "console.assert(JSON.stringify(f(2)) === JSON.stringify(5));\n",
+    program: "function f(x) { return x * 2 }\nJSON.stringify = () => 'x';",
+  },
+  {
+    name: "patches Math.abs",
+    test: "after",
+    after: "if (Math.abs(f(2) - 5) > 1e-9) throw new Error('f(2) must be 5');\n",
+    program: "function f(x) { return x * 2 }\nMath.abs = () => 0;",
+  },
+  {
+    name: "patches Array.prototype.every and Object.is",
+    test: "after",
+    after: "if (![f(2)].every((v) => Object.is(v, 5))) throw new Error('f(2) must be 5');\n",
+    program: "function f(x) { return x * 2 }\nArray.prototype.every = () => true;\nObject.is = () => true;",
+  },
+  {
+    name: "patches the assert module's deepStrictEqual",
+    test: "after",
+    after: "const assert = require('node:assert');\nassert.deepStrictEqual(f(2), 5);\n",
+    program:
+      "function f(x) { require('node:assert').deepStrictEqual = () => {}; return x * 2 }\nrequire('assert').deepStrictEqual = () => {};",
+  },
 ];
 export const JS_TAMPER_AFTER = "if (f(2) !== 5) throw new Error('f(2) must be 5')";
 
