@@ -467,7 +467,7 @@ async (t) => {
   },
 ];
 
-/** Programs a policy may write (issue 29): each graded by a code grader's runners, against one stdin test. */
+/** Programs a policy may write (issue 29): each graded by a code grader's runners, against one stdin test… */
 const HOSTILE_PROGRAMS: Array<[language: string, code: string]> = [
   ["python", "while True:\n    pass"],
   ["python", "import time\ntime.sleep(60)"],
@@ -479,13 +479,39 @@ const HOSTILE_PROGRAMS: Array<[language: string, code: string]> = [
   ["javascript", "const a = []; for (;;) a.push(new Array(1e6).fill(1));"],
   ["javascript", "for (;;) {}"],
 ];
-const HOSTILE_THREADS = HOSTILE_PROGRAMS.map(([language, code], i) => ({
-  turns: [
-    { role: "user", content: "Print the number you read." },
-    { role: "assistant", content: `\`\`\`${language}\n${code}\n\`\`\`` },
+/** and against assert-style tests (MBPP's rows, MultiPL-E's test()): the tests run in an interpreter or realm of their own, the program's calls cross by copy */
+const HOSTILE_ASSERT_PROGRAMS: Array<[language: string, code: string, tests: Record<string, unknown>]> = [
+  ["python", "def f(x):\n    while True:\n        pass", { test_list: ["assert f(1) == 1"] }],
+  ["python", "import os\ndef f(x):\n    os._exit(0)", { test_list: ["assert f(1) == 1"] }],
+  [
+    "python",
+    "class D:\n    def __del__(self):\n        while True: pass\nKEEP = D()\ndef f(x):\n    return [0] * 10**9",
+    { test_list: ["assert f(1) == 1"] },
   ],
-  metadata: { i, input_output: JSON.stringify({ inputs: ["1\n"], outputs: ["1\n"] }) },
-}));
+  ["python", "import sys\ndef f(x):\n    return sys._getframe(1).f_code.co_consts", { test_list: ["assert f(1) == 1"] }],
+  ["javascript", "function f(x) { for (;;) {} }", { tests: "function test() { if (f(1) !== 1) throw new Error('no') }\ntest();" }],
+  [
+    "javascript",
+    "JSON.stringify = () => 'x';\nfunction f(x) { return x + 1 }",
+    { tests: "console.assert(JSON.stringify(f(1)) === JSON.stringify(1));" },
+  ],
+];
+const HOSTILE_THREADS = [
+  ...HOSTILE_PROGRAMS.map(([language, code], i) => ({
+    turns: [
+      { role: "user", content: "Print the number you read." },
+      { role: "assistant", content: `\`\`\`${language}\n${code}\n\`\`\`` },
+    ],
+    metadata: { i, input_output: JSON.stringify({ inputs: ["1\n"], outputs: ["1\n"] }) },
+  })),
+  ...HOSTILE_ASSERT_PROGRAMS.map(([language, code, tests], i) => ({
+    turns: [
+      { role: "user", content: "Write f: it returns its argument." },
+      { role: "assistant", content: `\`\`\`${language}\n${code}\n\`\`\`` },
+    ],
+    metadata: { i: HOSTILE_PROGRAMS.length + i, ...tests },
+  })),
+];
 
 /** Hostile programs through a code grader: every item scores 0 (no program here passes), and the workers stay up. */
 const CODE_ATTACKS: AttackClass[] = [
