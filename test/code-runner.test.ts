@@ -126,8 +126,47 @@ describe("Python runner", () => {
     const lambda = run({ program: "def f(g):\n    return g(1)\n", after: "assert f(lambda x: x) == 1\n" });
     assert.equal(lambda.completed, false);
     assert.match(lambda.message ?? "", /^TypeError: the tests passed f an argument that is not plain data/);
-    const object = run({ program: "class P:\n    pass\ndef f():\n    return P()\n", after: "assert f() is not None\n" });
-    assert.match(object.message ?? "", /^TypeError: f returned a P, which is not plain data/);
+    // an object of the program's is a handle in the tests: passed back to the program, never read, compared or tested
+    const object = run({ program: "class P:\n    pass\ndef f():\n    return P()\n", after: "assert f()\n" });
+    assert.match(object.message ?? "", /^TypeError: the program's P object reaches the tests as a handle/);
+    assert.equal(
+      run({ program: "class P:\n    def __eq__(s, o): return True\ndef f():\n    return P()\n", after: "assert f() == 5\n" }).completed,
+      false,
+    );
+  });
+  test("after: MBPP's setup code runs after the program and its objects reach the tests as handles (rows 927 and 601)", () => {
+    const node =
+      "class Node:\n    def __init__(self, data):\n        self.data = data\n        self.left = None\n        self.right = None\ndef max_height(node):\n    if node is None: return 0\n    return 1 + max(max_height(node.left), max_height(node.right))\n";
+    const tree = run({
+      program: node,
+      setup: "root = Node(1)\nroot.left = Node(2)\nroot.left.left = Node(3)\nroot1 = Node(5)\n",
+      after: "assert max_height(root) == 3\nassert max_height(root1) == 1\n",
+    });
+    assert.equal(tree.completed, true, JSON.stringify(tree));
+    const pair =
+      "class Pair(object):\n    def __init__(self, a, b):\n        self.a = a\n        self.b = b\ndef max_chain_length(arr, n):\n    arr = sorted(arr, key=lambda p: p.b)\n    c, end = 0, float('-inf')\n    for p in arr:\n        if p.a > end:\n            c += 1\n            end = p.b\n    return c\n";
+    const chain = run({
+      program: pair,
+      after: "assert max_chain_length([Pair(5, 24), Pair(15, 25), Pair(27, 40), Pair(50, 60)], 4) == 3\n",
+    });
+    assert.equal(chain.completed, true, JSON.stringify(chain));
+    // a setup that fails is the test's runtime error, worded so
+    const broken = run({ program: "def f(): pass\n", setup: "root = Node(1)\n", after: "assert f() is None\n" });
+    assert.match(broken.message ?? "", /^the tests' setup code failed: NameError/);
+  });
+  test("a program ends as CPython ends it: atexit handlers run, its own sys.stdout is flushed, os._exit(0) is an exit", () => {
+    assert.equal(run({ program: "import atexit\natexit.register(lambda: print(6))" }).stdout, "6\n");
+    const fastIo = run({
+      program:
+        "import sys, io\nsys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, 'w')), write_through=False)\nprint(int(input()) * 2)",
+      stdin: "21\n",
+    });
+    assert.deepEqual([fastIo.status, fastIo.stdout], ["ok", "42\n"]);
+    const exit0 = run({ program: "import os, sys\nsys.stdout.write('3\\n')\nsys.stdout.flush()\nos._exit(0)" });
+    assert.deepEqual([exit0.status, exit0.exitCode, exit0.stdout], ["ok", 0, "3\n"]);
+    const exit3 = run({ program: "import os\nos._exit(3)" });
+    assert.deepEqual([exit3.status, exit3.exitCode, exit3.message], ["runtime_error", 3, "os._exit(3)"]);
+    assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
   });
   test("after: what honest programs return reaches the tests: dict, tuple and int subclasses as their plain copies, large lists", () => {
     const ok = (program: string, after: string) => {
@@ -433,6 +472,9 @@ describe("JavaScript runner", () => {
     const fn = run({ program: "function f(g) { return g(1) }", after: "if (f((x) => x) !== 1) throw new Error('no')" });
     assert.equal(fn.completed, false);
     assert.match(fn.message ?? "", /not plain data/);
+    // a class of the program's constructed by the tests: an error that says what happened
+    const made = run({ program: "class Stack { constructor() { this.a = [] } }", after: "const s = new Stack();" });
+    assert.match(made.message ?? "", /new Stack\(\): the tests cannot construct the program's classes/);
     // process.exit inside a call the tests make: not completed, whatever the tests catch
     const exit = run({ program: "function f(x) { process.exit(0) }", after: "try { f(1) } catch {}" });
     assert.equal(exit.completed, false);

@@ -60,6 +60,7 @@ function requestFor(test: CodeTest, language: CodeLanguage, program: string, spe
       ...base,
       after: test.code,
       ...(test.before === undefined ? {} : { before: test.before }),
+      ...(test.setup === undefined ? {} : { setup: test.setup }),
       ...(test.stdin === undefined ? {} : { stdin: test.stdin }),
     };
   }

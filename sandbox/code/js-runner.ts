@@ -34,6 +34,9 @@ const PROXY = `(function (name, served) {
 "use strict";
 const errors = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
 globalThis[name] = function (...args) {
+  if (new.target !== undefined) {
+    throw new TypeError("new " + name + "(): the tests cannot construct the program's classes (its objects do not cross into the tests' realm; tests call its functions with plain data)");
+  }
   let r;
   try {
     r = served.applySync(undefined, args, { arguments: { copy: true }, result: { copy: true } });
@@ -425,6 +428,9 @@ export class JsRunner implements CodeRunner {
           }
         }
         script.runSync(context, { timeout: left() });
+        // the tests' setup, after the program, in its context (MBPP's order)
+        if (request.setup !== undefined)
+          isolate.compileScriptSync(request.setup, { filename: "setup.js" }).runSync(context, { timeout: left() });
         const delivered = ref("deliver").applySync(undefined, [], { timeout: left() });
         if (typeof delivered === "string" && delivered !== "") {
           failed = true;

@@ -177,7 +177,28 @@ def _gb_dumps(v, dumps=_gb_marshal.dumps, plain=_gb_plain):
         return dumps(v, 4)
     except (ValueError, TypeError):
         return dumps(plain(v), 4)
-def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType):
+_gb_held = []
+_gb_HANDLE = "\\x00gradebox:handle"
+def _gb_keep(v, held=_gb_held, type=type, str=str):
+    # an object of the program's that is no plain data (a Node, a Pair): it stays here; the tests'
+    # side gets a handle it can only pass back (the program's __eq__ or __bool__ never decide a test)
+    held.append(v)
+    return b"H" + str(len(held) - 1).encode() + b":" + str(type(v).__name__)[:100].encode("utf-8", "replace")
+def _gb_unwrap(x, held=_gb_held, HANDLE=_gb_HANDLE, type=type, len=len, tuple=tuple):
+    # the tests' arguments: their handles back into the program's objects
+    def go(x):
+        t = type(x)
+        if t is tuple:
+            if len(x) == 2 and type(x[0]) is str and x[0] == HANDLE and type(x[1]) is int:
+                return held[x[1]]
+            return tuple(go(i) for i in x)
+        if t is list:
+            return [go(i) for i in x]
+        if t is dict:
+            return {k: go(v) for k, v in x.items()}
+        return x
+    return go(x)
+def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType, keep=_gb_keep):
     # The program's side: what one of its names is, for the tests' side (another interpreter).
     if name not in ns:
         return b"N"
@@ -189,12 +210,14 @@ def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleTy
     try:
         return b"D" + dumps(v)
     except (ValueError, TypeError, RecursionError):
-        return b"N"
-def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_dumps, type=type, str=str):
+        return keep(v)
+def _gb_invoke(ns, name, payload, handles, loads=_gb_marshal.loads, dumps=_gb_dumps, type=type, str=str, keep=_gb_keep, unwrap=_gb_unwrap):
     # The program's side of a call the tests make: its function, the tests' arguments (plain
     # copies), its value back as marshal bytes. Nothing of the tests is in this interpreter.
     try:
         args, kwargs = loads(payload)
+        if handles:
+            args, kwargs = unwrap(args), unwrap(kwargs)
         v = ns[name](*args, **kwargs)
         try:
             return b"R" + dumps(v)
@@ -203,7 +226,7 @@ def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_dumps, type
         if hasattr(type(v), "__next__"):
             # a generator, map, filter…: its items (the tests' side gets an iterator over them)
             return b"I" + dumps(list(v))
-        return b"E" + dumps(("TypeError", name + " returned a " + type(v).__name__ + ", which is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set) and cannot reach the tests"))
+        return keep(v)
     except BaseException as e:
         base = BaseException
         for c in type(e).__mro__:
@@ -215,7 +238,20 @@ def _gb_invoke(ns, name, payload, loads=_gb_marshal.loads, dumps=_gb_dumps, type
         except BaseException:
             message = ""
         return b"E" + dumps((str(base.__name__), message))
-def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop):
+class _gb_Handle:
+    """An object of the program's, in the tests' interpreter: passed back to the program's functions, nothing else."""
+    __slots__ = ("_gb_i", "_gb_what")
+    def __init__(self, i, what):
+        self._gb_i = i
+        self._gb_what = what
+    def _gb_refuse(self, *a, **k):
+        raise TypeError("the program's " + self._gb_what + " object reaches the tests as a handle: it can be passed back to the program's functions, not read, compared or tested here (tests compare plain data)")
+    __bool__ = __len__ = __iter__ = __getitem__ = __contains__ = __call__ = __float__ = __int__ = __index__ = _gb_refuse
+    def __getattr__(self, name):
+        self._gb_refuse()
+    def __repr__(self):
+        return "<the program's " + self._gb_what + ">"
+def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop, Handle=_gb_Handle, HANDLE=_gb_HANDLE):
     # The tests' side: they run in this interpreter, which never runs the program: every name of
     # the program they use is a proxy that asks the program's interpreter through the host (the
     # device at fd), with plain copies both ways. A program cannot read the tests' frames or
@@ -229,16 +265,37 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
                 break
             chunks.append(b)
         return b"".join(chunks)
+    handed = [0]
+    def handle(body):
+        i, _, what = body.partition(b":")
+        handed[0] += 1
+        return Handle(int(i), what.decode("utf-8", "replace"))
+    def wrap(x):
+        # handles among the arguments go back as (HANDLE, i)
+        t = type(x)
+        if t is Handle:
+            return (HANDLE, object.__getattribute__(x, "_gb_i"))
+        if t is tuple:
+            return tuple(wrap(i) for i in x)
+        if t is list:
+            return [wrap(i) for i in x]
+        if t is dict:
+            return {k: wrap(v) for k, v in x.items()}
+        return x
     def proxy(name):
         def call(*args, **kwargs):
+            if handed[0]:
+                args, kwargs = wrap(args), wrap(kwargs)
             try:
                 payload = dumps((args, kwargs))
             except (ValueError, TypeError, RecursionError):
                 raise TypeError("the tests passed " + name + " an argument that is not plain data (None, bool, int, float, complex, str, bytes, tuple, list, dict, set): programs are called with copies") from None
-            reply = ask(b"C" + name.encode("utf-8") + b"\\0" + payload)
+            reply = ask((b"K" if handed[0] else b"C") + name.encode("utf-8") + b"\\0" + payload)
             kind, body = reply[:1], reply[1:]
             if kind == b"R":
                 return loads(body)
+            if kind == b"H":
+                return handle(body)
             if kind == b"I":
                 return iter(loads(body))
             if kind == b"E":
@@ -273,6 +330,8 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
                 ns[name] = proxy(name)
             elif kind == b"D":
                 ns[name] = loads(body)
+            elif kind == b"H":
+                ns[name] = handle(body)
             elif kind == b"M":
                 try:
                     ns[name] = __import__(body.decode("utf-8"))
@@ -288,6 +347,18 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
     return ""
 def _gb_ns(_gb_builtins=_gb_builtins):
     return {"__name__": "__main__", "__builtins__": _gb_builtins}
+def _gb_atend(sys=_gb_sys, run_exitfuncs=__import__("atexit")._run_exitfuncs):
+    # what CPython does as a program ends: atexit's handlers, then the streams flushed (a
+    # program's own sys.stdout, PyRival's FastIO, writes through to fd 1 on flush)
+    try:
+        run_exitfuncs()
+    except BaseException:
+        pass
+    for name in ("stdout", "stderr"):
+        try:
+            getattr(sys, name).flush()
+        except BaseException:
+            pass
 def _gb_program(source, ns):
     try:
         code = compile(source, "<program>", "exec", dont_inherit=True)
@@ -312,6 +383,7 @@ const runTests = pyGlobals.get("_gb_tests");
 const guard = pyGlobals.get("_gb_guard");
 const pyBuiltins = pyGlobals.get("_gb_builtins");
 const runProgram = pyGlobals.get("_gb_program");
+const atEnd = pyGlobals.get("_gb_atend");
 const cGetattr = pyGlobals.get("_gb_builtins").getattr;
 const cDumps = pyGlobals.get("_gb_marshal").dumps;
 const cLoads = pyGlobals.get("_gb_marshal").loads;
@@ -323,7 +395,7 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_atend, _gb_held, _gb_HANDLE, _gb_keep, _gb_unwrap, _gb_Handle, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
 
 // the name blocked builtin modules are given (allocated at the first)
 let gone = 0;
@@ -611,8 +683,12 @@ const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; }
 // the program's namespace while it serves the tests' calls (a run with serve), until "end"
 let serving;
 
-// the run's end: what it wrote, whether the interpreter or the file system needs a new isolate
-function finish(result, ns) {
+// the run's end: what it wrote, whether the interpreter or the file system needs a new isolate;
+// a program's run (programEnded) first ends as CPython ends it (atexit, its streams flushed)
+function finish(result, ns, programEnded) {
+  if (programEnded && !failed) {
+    try { atEnd(); } catch (e) { exitedHow(e, result); }
+  }
   try { flushOut(); } catch {}
   try { flushErr(); } catch {}
   destroyAll(ns);
@@ -639,6 +715,22 @@ Object.defineProperty(memory, "grow", {
     return reflectApply(wasmGrow, memory, [pages]);
   },
 });
+
+// The interpreter stopped under the program: os._exit(n) is an exit with that code (what it
+// wrote is kept, as a process's), anything else a runtime error. Either way it runs nothing
+// more: the host replaces the isolate.
+function exitedHow(e, result) {
+  failed = "the interpreter stopped: " + pyMessage(e);
+  let code;
+  try { const m = /^Program terminated with exit\((-?\d+)\)$/.exec(String(e && e.message)); if (m) code = Number(m[1]); } catch {}
+  if (code === undefined) {
+    result.status = "runtime_error"; result.exitCode = 1; result.message = pyMessage(e);
+  } else {
+    result.exitCode = code;
+    result.exited = true;
+    if (code !== 0) { result.status = "runtime_error"; result.message = "os._exit(" + code + ")"; }
+  }
+}
 
 function start(req) {
   if (serving) { destroyAll(serving); serving = undefined; }
@@ -696,10 +788,7 @@ g.__gradebox_code_run = (requestJson) => {
     step = runProgram(req.program, ns);
   } catch (e) {
     // what escaped the program's own try: the interpreter itself (os._exit, a fatal error)
-    failed = "the interpreter stopped: " + pyMessage(e);
-    result.status = "runtime_error";
-    result.exitCode = 1;
-    result.message = pyMessage(e);
+    exitedHow(e, result);
   }
   if (step) {
     const kind = step.get(0);
@@ -715,6 +804,24 @@ g.__gradebox_code_run = (requestJson) => {
       result.exited = true;
     }
     if (kind === "ok" && !failed && !over) {
+      if (req.serve === true && typeof req.setup === "string") {
+        // the tests' setup, after the program, in its namespace (MBPP's test_setup_code builds its objects)
+        let made = "ok";
+        try {
+          const s = runProgram(req.setup, ns);
+          const k = s.get(0);
+          const m = s.get(1);
+          destroyAll(s);
+          if (k !== "ok") made = "the tests' setup code failed: " + String(m || k);
+        } catch (e) {
+          exitedHow(e, result);
+          made = "the tests' setup code stopped the interpreter";
+        }
+        if (made !== "ok") {
+          result.status = "runtime_error"; result.exitCode = 1; result.message = made.slice(0, ${MAX_MESSAGE});
+          return finish(result, ns, true);
+        }
+      }
       if (req.serve === true) {
         // the program ran: it now answers the tests' calls (__gradebox_code_call) until "end"
         serving = ns;
@@ -769,7 +876,7 @@ g.__gradebox_code_run = (requestJson) => {
       }
     }
   }
-  return finish(result, ns);
+  return finish(result, ns, step !== undefined && result.status !== "syntax_error");
 };
 
 // The program's side of the tests' calls: op "G" (what a name is), "C" (call it with marshal
@@ -779,12 +886,13 @@ g.__gradebox_code_call = (op, name, payload) => {
   if (op === "end") {
     const ns = serving;
     serving = undefined;
-    return finish({ status: "ok", exitCode: 0, completed: false }, ns);
+    const result = { status: "ok", exitCode: 0, completed: false };
+    return finish(result, ns, true);
   }
   if (!serving || failed) return "A";
   let answer;
   try {
-    answer = op === "G" ? lookup(serving, name) : invoke(serving, name, cEncode(payload, "latin-1"));
+    answer = op === "G" ? lookup(serving, name) : invoke(serving, name, cEncode(payload, "latin-1"), op === "K");
   } catch (e) {
     // what escaped _gb_invoke's own try: the interpreter itself (os._exit, a fatal error)
     failed = "the interpreter stopped: " + pyMessage(e);
@@ -983,6 +1091,7 @@ export class PythonRunner implements CodeRunner {
         program: request.program,
         stdin: request.stdin ?? "",
         ...(request.before === undefined ? {} : { before: request.before }),
+        ...(request.setup === undefined ? {} : { setup: request.setup }),
         serve: true,
         outputBytes: request.limits.outputBytes,
         memoryMb: request.limits.memoryMb,
@@ -1006,9 +1115,11 @@ export class PythonRunner implements CodeRunner {
       const name = nul > 0 ? message.slice(1, nul) : "";
       const args = message.slice(nul + 1);
       // the tests' side is the project's own data, still read strictly: a name, plain arguments
-      if ((op !== "G" && op !== "C") || !NAME.test(name)) return ABORT;
-      if (op === "C" && (args.length > MAX_ARGUMENTS || !plainMarshal(bytesOf(args)))) return ABORT;
-      const entered = this.enter(this.callEntry, [op, name, op === "C" ? args : ""], left());
+      // C: a call; K: a call whose arguments hold handles (see _gb_unwrap)
+      const call = op === "C" || op === "K";
+      if ((op !== "G" && !call) || !NAME.test(name)) return ABORT;
+      if (call && (args.length > MAX_ARGUMENTS || !plainMarshal(bytesOf(args)))) return ABORT;
+      const entered = this.enter(this.callEntry, [op, name, call ? args : ""], left());
       if ("stopped" in entered) {
         stopped = entered.stopped;
         return ABORT;
@@ -1087,6 +1198,8 @@ export class PythonRunner implements CodeRunner {
     const kind = raw[0];
     if (raw === "L" || raw.length > MAX_REPLY + 1)
       return `E${latin1(encodeMarshal(["ValueError", `the value is larger than ${MAX_REPLY} bytes as data`]))}`;
+    // a handle: "H<index>:<the type's name>"
+    if (kind === "H") return /^H\d{1,9}:[^\0-\x1f]{0,100}$/.test(bytesText(raw)) ? raw : ABORT;
     if (op === "G") {
       if (kind === "N" || kind === "F") return raw.length === 1 ? raw : ABORT;
       if (kind === "M") return NAME.test(bytesText(raw.slice(1))) ? raw : "N";

@@ -29,8 +29,10 @@ export interface RunRequest {
   program: string;
   /** standard input (absent: empty) */
   stdin?: string;
-  /** the tests' setup, run before the program in its namespace (MBPP's test_imports, test_setup_code): trusted data, never the program's */
+  /** the tests' imports, run before the program in its namespace and before the tests in theirs (MBPP's test_imports): trusted data, never the program's */
   before?: string;
+  /** the tests' setup, run after the program in its namespace, before an assert test's tests (MBPP's test_setup_code, which builds the program's objects) */
+  setup?: string;
   /** assert-style test code run after the program (see above); its end reached sets `completed` */
   after?: string;
   /** a function (or `Class.method`) the program defines, called with these JSON arguments; its value is `returned` */

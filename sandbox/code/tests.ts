@@ -13,7 +13,7 @@
 //                             function's name in fn_name, func_name or metadata.func_name
 //   HumanEval                 test (defines check(candidate)) + entry_point: one assert test
 //   MBPP                      test_list: one assert test per line; test_imports and
-//                             test_setup_code run before the program
+//                             test_setup_code run after the program (imports before)
 //   MultiPL-E                 tests: the test program, one assert test
 
 import type { CodeLanguage } from "./run.ts";
@@ -22,10 +22,11 @@ import type { CodeSpec } from "./spec.ts";
 export type CodeTest =
   | { kind: "stdin"; stdin: string; expected: string }
   /**
-   * `before`: run before the program, in its namespace (MBPP's test_imports and test_setup_code);
+   * `before`: run before the program, in its namespace, and before the tests (MBPP's test_imports);
+   * `setup`: run after the program, in its namespace (MBPP's test_setup_code: it builds the program's objects);
    * `stdin` and `expected` (stdout): verl's assert_case rows may carry them
    */
-  | { kind: "assert"; code: string; before?: string; stdin?: string; expected?: string }
+  | { kind: "assert"; code: string; before?: string; setup?: string; stdin?: string; expected?: string }
   /**
    * `alsoFirst`: APPS wraps a call's expected value in a list: [v] also accepts v. `printed`:
    * verl's call-based rows give the expected value as its wrapper prints it (str(v), JSON for
@@ -235,18 +236,27 @@ function humanEval(row: Record<string, unknown>, language: CodeLanguage): CodeTe
   return [{ kind: "assert", code: defines.test(test) ? `${test}\n\ncheck(${name})\n` : test }];
 }
 
-/** MBPP: each assert line is a test; the imports and setup code run before the program, in its namespace, as MBPP's harness does */
+/**
+ * MBPP: each assert line is a test; the imports run before the program (and before the tests),
+ * the setup code after the program, in its namespace: MBPP's rows build the program's objects
+ * there (`root = Node(1)`, with Node the program's), which reach the tests as handles.
+ */
 function mbpp(row: Record<string, unknown>, max: number): CodeTest[] {
   const lines = list(own(row, "test_list"), "test_list", max);
   const imports = own(row, "test_imports");
-  const prefix = [
-    ...(imports === undefined ? [] : list(imports, "test_imports", 100).map((l, i) => code(l, `test_imports[${i}]`))),
-    ...(own(row, "test_setup_code") === undefined ? [] : [code(own(row, "test_setup_code"), "test_setup_code")]),
-  ]
+  const before = (imports === undefined ? [] : list(imports, "test_imports", 100).map((l, i) => code(l, `test_imports[${i}]`)))
     .filter((s) => s.trim() !== "")
     .join("\n");
-  if (prefix.length > MAX_TEST_CODE) throw new TestsError(`test_imports and test_setup_code are longer than ${MAX_TEST_CODE} characters`);
-  return lines.map((l, i) => ({ kind: "assert", code: `${code(l, `test_list[${i}]`)}\n`, ...(prefix ? { before: `${prefix}\n` } : {}) }));
+  const setupCode = own(row, "test_setup_code") === undefined ? "" : code(own(row, "test_setup_code"), "test_setup_code");
+  const setup = setupCode.trim() === "" ? "" : setupCode;
+  if (before.length + setup.length > MAX_TEST_CODE)
+    throw new TestsError(`test_imports and test_setup_code are longer than ${MAX_TEST_CODE} characters`);
+  return lines.map((l, i) => ({
+    kind: "assert",
+    code: `${code(l, `test_list[${i}]`)}\n`,
+    ...(before ? { before: `${before}\n` } : {}),
+    ...(setup ? { setup: `${setup}\n` } : {}),
+  }));
 }
 
 /** Where the spec says the tests are: metadata itself, or the value at testsKey (a dotted path). */
