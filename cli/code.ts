@@ -50,7 +50,11 @@ export function addCodeCommands(program: Command): void {
       .option("--all-or-nothing", "score 1 only when every test passes (default: the fraction passed)")
       .option("--cpu-ms <n>", "CPU time per test, ms (default 2000, at most 10000)", wholeNumber)
       .option("--memory-mb <n>", "memory per test, MB (default 256, at most 1024)", wholeNumber)
-      .option("--output-bytes <n>", "stdout bytes kept per test (default 65536)", wholeNumber)
+      .option(
+        "--output-bytes <n>",
+        "the output limit per test: bytes of stdout (and of stderr) past which the run stops with output_limit (default 65536)",
+        wholeNumber,
+      )
       .option("--max-tests <n>", "the most tests an item may carry (default 32, at most 100)", wholeNumber)
       .option("-d, --description <text>", "what it scores"),
   ).action(

@@ -256,6 +256,21 @@ describe("output the tests expect", () => {
     );
     assert.deepEqual(verdicts(wrong), ["wrong_answer"]);
     assert.deepEqual(verdicts(broken), ["syntax_error"]);
+    // ES module syntax, in TypeScript and in JavaScript: imports become require calls, exports stay callable
+    const esmStdin =
+      "import * as readline from 'readline';\nconst rl = readline.createInterface({ input: process.stdin });\nrl.on('line', (l: string) => { const [a, b] = l.split(' ').map(Number); console.log(a + b); });\n";
+    const [tsImport, jsImport, jsExport] = await gradeBatch("ts", [
+      thread(fence("ts", esmStdin), io),
+      thread(
+        fence(
+          "js",
+          "import { readFileSync } from 'fs';\nconst [a, b] = readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(a + b);",
+        ),
+        io,
+      ),
+      thread(fence("js", "export function add(a, b) { return a + b; }"), { tests: tests.replace("declare var require: any;\n", "") }),
+    ]);
+    assert.deepEqual([tsImport.score, jsImport.score, jsExport.score], [1, 1, 1], JSON.stringify([tsImport, jsImport, jsExport]));
     assert.match(broken.metadata?.results[0].message ?? "", /^SyntaxError: .*\(program line 1, column \d+\)/);
   });
 });

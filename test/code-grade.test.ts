@@ -123,6 +123,13 @@ describe("readTests: dataset rows", () => {
     ]);
     assert.equal((readTests(row, s, py("def twoSum(a, t):\n  return [0, 1]"))[0] as { name: string }).name, "twoSum");
   });
+  test("a bare list of LiveCodeBench-style cases under testsKey (or its JSON text)", () => {
+    const cases = [{ input: "5\n", output: "25\n", testtype: "stdin" }];
+    for (const value of [cases, JSON.stringify(cases)]) {
+      const row = testsRow({ reward_model: { ground_truth: value } }, "reward_model.ground_truth");
+      assert.deepEqual(readTests(row, s, py("")), [{ kind: "stdin", stdin: "5\n", expected: "25\n" }]);
+    }
+  });
   test("verl's ground truth under testsKey (a JSON text)", () => {
     const metadata = { reward_model: { ground_truth: JSON.stringify({ inputs: ["5\n"], outputs: ["25\n"] }) } };
     const row = testsRow(metadata, "reward_model.ground_truth");

@@ -264,8 +264,10 @@ export function testsRow(metadata: unknown, testsKey: string | undefined): Recor
   let row: unknown = metadata ?? {};
   for (const key of testsKey ? testsKey.split(".") : []) {
     row = isObject(row) ? own(row, key) : undefined;
-    if (typeof row === "string" && row.trimStart().startsWith("{")) row = parseJsonText(row, `metadata.${testsKey}`);
+    if (typeof row === "string" && /^[{[]/.test(row.trimStart())) row = parseJsonText(row, `metadata.${testsKey}`);
   }
+  // a bare list of LiveCodeBench-style cases ([{input, output, testtype}], verl's ground truth for it)
+  if (Array.isArray(row) && testsKey) row = { public_test_cases: row };
   if (!isObject(row)) throw new TestsError(`metadata${testsKey ? `.${testsKey}` : ""} must be an object holding the item's tests`);
   return row;
 }

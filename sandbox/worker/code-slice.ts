@@ -12,7 +12,7 @@ import type { CodeOutcome } from "../code/outcomes.ts";
 import { PythonRunner } from "../code/python-runner.ts";
 import type { CodeLanguage, CodeRunner } from "../code/run.ts";
 import { parseCodeSpec, type WorkerCodeSpec } from "../code/spec.ts";
-import { TypeScriptRunner } from "../code/typescript.ts";
+import { ScriptRunner } from "../code/typescript.ts";
 import { SLOT } from "../isolate/slot.ts";
 import type { PackedBatch } from "../protocol/batch.ts";
 import { MAX_MESSAGE, type SliceResult } from "../protocol/replies.ts";
@@ -124,9 +124,11 @@ export class CodeRunners {
     return this.current.js;
   }
 
-  private readonly typescript = new TypeScriptRunner(() => this.js());
+  /** TypeScript, and JavaScript with ES module syntax, become CommonJS scripts first (typescript.ts) */
+  private readonly typescript = new ScriptRunner(() => this.js(), "ts");
+  private readonly javascript = new ScriptRunner(() => this.js(), "js");
   readonly runnerFor = (language: CodeLanguage): CodeRunner =>
-    language === "python" ? this.python() : language === "typescript" ? this.typescript : this.js();
+    language === "python" ? this.python() : language === "typescript" ? this.typescript : this.javascript;
 
   /**
    * Starts what runs of these languages need and is not up (the first time, or after a run that
@@ -166,6 +168,7 @@ export class CodeRunners {
     this.byProject.clear();
     this.current = {};
     this.typescript.dispose();
+    this.javascript.dispose();
   }
 }
 
