@@ -440,6 +440,34 @@ describe("JavaScript runner", () => {
     const loop = run({ program: "function f(x) { for (;;) {} }", after: "try { f(1) } catch {}", limits: { ...limits, cpuMs: 300 } });
     assert.deepEqual([loop.status, loop.completed], ["time_limit", false]);
   });
+  test("after: what crosses to the tests is data made before the clone: bounded, with no object of the program's", () => {
+    const small = { ...limits, memoryMb: 64 };
+    // a 10 MB string repeated 20 times is 200 MB once cloned (outside the isolate's limit; the value's went through the host's heap)
+    const fanOut = run({ program: "const s = 'x'.repeat(1e7);\nfunction f() { return Array(20).fill(s); }", after: "f();", limits: small });
+    assert.deepEqual([fanOut.status, fanOut.completed], ["runtime_error", false], JSON.stringify(fanOut));
+    assert.match(fanOut.message ?? "", /^TypeError: f returned a value that cannot cross to the tests as a copy: it is larger than 16 MB/);
+    const value = run({
+      program: "const s = 'x'.repeat(1e7);\nconst BIG = Array(20).fill(s);",
+      after: "if (typeof BIG !== 'undefined') throw new Error('copied');",
+      limits: small,
+    });
+    assert.deepEqual([value.status, value.completed], ["ok", true], JSON.stringify(value));
+    // a getter that throws a Proxy while the value is copied: the tests catch their own error, never the program's object
+    const proxy = run({
+      program: "function f(x) { return { get a() { throw new Proxy({}, { get: () => 5 }); } }; }",
+      after:
+        "let e;\ntry { f(2); } catch (x) { e = x; }\nif (!(e instanceof Error) || e.anything !== undefined) throw new Error('a program object reached the tests');",
+    });
+    assert.equal(proxy.completed, true, JSON.stringify(proxy));
+    // honest values keep what structured clone kept: cycles, shared parts, holes, -0, NaN, undefined, bigint, Map, Set, Date, RegExp, typed arrays, errors
+    const honest = run({
+      program:
+        "function f() {\n  const o = { n: -0, u: undefined, b: 10n, nan: NaN };\n  o.self = o;\n  const shared = [1];\n  const holes = [1, , 3];\n  return [o, shared, shared, holes, new Map([[1, { k: 'v' }]]), new Set(['a']), new Date(5), /a+/gi, new Float64Array([1.5]), new RangeError('r')];\n}",
+      after:
+        "const assert = require('assert');\nconst [o, s1, s2, holes, m, set, d, re, ta, e] = f();\nassert.ok(o.self === o && Object.is(o.n, -0) && 'u' in o && o.u === undefined && o.b === 10n && Number.isNaN(o.nan));\nassert.ok(s1 === s2 && holes.length === 3 && !(1 in holes));\nassert.ok(m instanceof Map && m.get(1).k === 'v' && set instanceof Set && set.has('a'));\nassert.ok(d instanceof Date && d.getTime() === 5 && re instanceof RegExp && re.source === 'a+' && re.flags === 'gi');\nassert.ok(ta instanceof Float64Array && ta[0] === 1.5 && e instanceof RangeError && e.message === 'r');",
+    });
+    assert.equal(honest.completed, true, JSON.stringify(honest));
+  });
   for (const c of JS_TAMPER) {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =
