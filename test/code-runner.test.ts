@@ -7,6 +7,7 @@ import { NonFiniteFloat } from "../sandbox/code/compare.ts";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
 import { decodeMarshal, encodeMarshal, PythonRunner, plainMarshal } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
+import { TypeScriptRunner } from "../sandbox/code/typescript.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
 import { CodeRunners, MAX_PYTHON_RUNNERS } from "../sandbox/worker/code-slice.ts";
@@ -485,6 +486,35 @@ describe("JavaScript runner", () => {
       assert.equal(run({ program: c.probe }).stdout, fresh.stdout);
     });
   }
+});
+
+describe("TypeScript runner", () => {
+  const js = new JsRunner();
+  const ts = new TypeScriptRunner(() => js);
+  const run = (program: string, after?: string) =>
+    ts.run({ language: "typescript", limits, program, ...(after === undefined ? {} : { after }) });
+  after(() => js.dispose());
+
+  test("a source esbuild would take minutes over, or crash its service on, never reaches it; later programs still compile", () => {
+    // 300 nested arrows: seconds in esbuild (the cube of the nesting), the validator's nesting bound refuses them
+    const arrows = run(
+      `const g = ${"a=>".repeat(300)}1;\nfunction f(x: number): number { return x * 2 }`,
+      "if (f(2) !== 4) throw new Error('no')",
+    );
+    assert.equal(arrows.status, "syntax_error", JSON.stringify(arrows));
+    assert.match(arrows.message ?? "", /^SyntaxError: the source is nested 129 levels deep at line 1.* \(program\)$/);
+    // 300 000 `!` overflowed esbuild's stack: its service stopped, and every later TypeScript run of the worker was a syntax_error
+    const bangs = run(`const v = ${"!".repeat(300_000)}1;`);
+    assert.equal(bangs.status, "syntax_error", JSON.stringify(bangs));
+    assert.match(bangs.message ?? "", /^SyntaxError: the TypeScript program is 300012 characters; at most 131072 are compiled$/);
+    const tests = run("function f(x: number): number { return x * 2 }", `const v = ${"!".repeat(300_000)}1;`);
+    assert.match(tests.message ?? "", /^SyntaxError: the TypeScript tests is/);
+    const honest = run(
+      "class A { x!: number; y = 1 }\nfunction f(x: number): number { return x * 2 }",
+      "if (f(2) !== 4) throw new Error('no')",
+    );
+    assert.deepEqual([honest.status, honest.completed], ["ok", true], JSON.stringify(honest));
+  });
 });
 
 describe("the engine grades a code grader with its runners", () => {
