@@ -82,6 +82,17 @@ describe("Python runner", () => {
     assert.equal(after.status, "memory_limit");
     assert.equal(run({ program: "print(6 * 7)", limits: { ...limits, memoryMb: 32 } }).stdout, "42\n");
   });
+  test("limits: the files a program writes count against its memory (they are JavaScript memory, outside the interpreter's)", () => {
+    const file =
+      "c = b'x' * (4 * 2**20)\nwith open('/tmp/big', 'wb') as fh:\n    for i in range(10):\n        fh.write(c)\nprint('written')";
+    const r = run({ program: file, limits: { ...limits, memoryMb: 32 } });
+    assert.deepEqual([r.status, r.message], ["memory_limit", "memory limit: the files the program wrote went past the run's memory"]);
+    const grown = run({ program: "import os\nopen('/tmp/t', 'w').close()\nos.truncate('/tmp/t', 100 * 2**20)\nprint('grown')" });
+    assert.equal(grown.status, "memory_limit", JSON.stringify(grown));
+    // a small file is no limit's business, and the next run is whole
+    assert.equal(run({ program: "open('/tmp/s', 'w').write('hi')\nprint(open('/tmp/s').read())" }).stdout, "hi\n");
+    assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
+  });
   test("call: the returned value as plain data", () => {
     const r = run({ program: "def f(a, b):\n    return [a + b, {'k': (1, None, 2.5, 'é')}, True]", call: { name: "f", args: [1, 2] } });
     assert.deepEqual([r.completed, r.returned], [true, [3, { k: [1, null, 2.5, "é"] }, true]]);
