@@ -7,6 +7,7 @@ import { NonFiniteFloat } from "../sandbox/code/compare.ts";
 import { JsRunner } from "../sandbox/code/js-runner.ts";
 import { decodeMarshal, encodeMarshal, PythonRunner, plainMarshal } from "../sandbox/code/python-runner.ts";
 import type { RunRequest } from "../sandbox/code/run.ts";
+import { ScriptRunner } from "../sandbox/code/typescript.ts";
 import { packBatch } from "../sandbox/protocol/batch.ts";
 import { makeTemplate, type PythonTemplate, releaseTemplate } from "../sandbox/python/template.ts";
 import { CodeRunners, MAX_PYTHON_RUNNERS } from "../sandbox/worker/code-slice.ts";
@@ -80,6 +81,17 @@ describe("Python runner", () => {
     const after = run({ program: "x = bytearray(40 * 2**20)\nprint('fits')", limits: { ...limits, memoryMb: 32 } });
     assert.equal(after.status, "memory_limit");
     assert.equal(run({ program: "print(6 * 7)", limits: { ...limits, memoryMb: 32 } }).stdout, "42\n");
+  });
+  test("limits: the files a program writes count against its memory (they are JavaScript memory, outside the interpreter's)", () => {
+    const file =
+      "c = b'x' * (4 * 2**20)\nwith open('/tmp/big', 'wb') as fh:\n    for i in range(10):\n        fh.write(c)\nprint('written')";
+    const r = run({ program: file, limits: { ...limits, memoryMb: 32 } });
+    assert.deepEqual([r.status, r.message], ["memory_limit", "memory limit: the files the program wrote went past the run's memory"]);
+    const grown = run({ program: "import os\nopen('/tmp/t', 'w').close()\nos.truncate('/tmp/t', 100 * 2**20)\nprint('grown')" });
+    assert.equal(grown.status, "memory_limit", JSON.stringify(grown));
+    // a small file is no limit's business, and the next run is whole
+    assert.equal(run({ program: "open('/tmp/s', 'w').write('hi')\nprint(open('/tmp/s').read())" }).stdout, "hi\n");
+    assert.equal(run({ program: "print(6 * 7)" }).stdout, "42\n");
   });
   test("call: the returned value as plain data", () => {
     const r = run({ program: "def f(a, b):\n    return [a + b, {'k': (1, None, 2.5, 'é')}, True]", call: { name: "f", args: [1, 2] } });
@@ -482,6 +494,34 @@ describe("JavaScript runner", () => {
     const loop = run({ program: "function f(x) { for (;;) {} }", after: "try { f(1) } catch {}", limits: { ...limits, cpuMs: 300 } });
     assert.deepEqual([loop.status, loop.completed], ["time_limit", false]);
   });
+  test("after: what crosses to the tests is data made before the clone: bounded, with no object of the program's", () => {
+    const small = { ...limits, memoryMb: 64 };
+    // a 10 MB string repeated 20 times is 200 MB once cloned (outside the isolate's limit; the value's went through the host's heap)
+    const fanOut = run({ program: "const s = 'x'.repeat(1e7);\nfunction f() { return Array(20).fill(s); }", after: "f();", limits: small });
+    assert.deepEqual([fanOut.status, fanOut.completed], ["runtime_error", false], JSON.stringify(fanOut));
+    assert.match(fanOut.message ?? "", /^TypeError: f returned a value that cannot cross to the tests as a copy: it is larger than 16 MB/);
+    const value = run({
+      program: "const s = 'x'.repeat(1e7);\nconst BIG = Array(20).fill(s);",
+      after: "if (typeof BIG !== 'undefined') throw new Error('copied');",
+      limits: small,
+    });
+    assert.deepEqual([value.status, value.completed], ["ok", true], JSON.stringify(value));
+    // a getter that throws a Proxy while the value is copied: the tests catch their own error, never the program's object
+    const proxy = run({
+      program: "function f(x) { return { get a() { throw new Proxy({}, { get: () => 5 }); } }; }",
+      after:
+        "let e;\ntry { f(2); } catch (x) { e = x; }\nif (!(e instanceof Error) || e.anything !== undefined) throw new Error('a program object reached the tests');",
+    });
+    assert.equal(proxy.completed, true, JSON.stringify(proxy));
+    // honest values keep what structured clone kept: cycles, shared parts, holes, -0, NaN, undefined, bigint, Map, Set, Date, RegExp, typed arrays, errors
+    const honest = run({
+      program:
+        "function f() {\n  const o = { n: -0, u: undefined, b: 10n, nan: NaN };\n  o.self = o;\n  const shared = [1];\n  const holes = [1, , 3];\n  return [o, shared, shared, holes, new Map([[1, { k: 'v' }]]), new Set(['a']), new Date(5), /a+/gi, new Float64Array([1.5]), new RangeError('r')];\n}",
+      after:
+        "const assert = require('assert');\nconst [o, s1, s2, holes, m, set, d, re, ta, e] = f();\nassert.ok(o.self === o && Object.is(o.n, -0) && 'u' in o && o.u === undefined && o.b === 10n && Number.isNaN(o.nan));\nassert.ok(s1 === s2 && holes.length === 3 && !(1 in holes));\nassert.ok(m instanceof Map && m.get(1).k === 'v' && set instanceof Set && set.has('a'));\nassert.ok(d instanceof Date && d.getTime() === 5 && re instanceof RegExp && re.source === 'a+' && re.flags === 'gi');\nassert.ok(ta instanceof Float64Array && ta[0] === 1.5 && e instanceof RangeError && e.message === 'r');",
+    });
+    assert.equal(honest.completed, true, JSON.stringify(honest));
+  });
   for (const c of JS_TAMPER) {
     test(`tamper: ${c.name} does not pass`, () => {
       const r =
@@ -499,6 +539,35 @@ describe("JavaScript runner", () => {
       assert.equal(run({ program: c.probe }).stdout, fresh.stdout);
     });
   }
+});
+
+describe("TypeScript runner", () => {
+  const js = new JsRunner();
+  const ts = new ScriptRunner(() => js, "ts");
+  const run = (program: string, after?: string) =>
+    ts.run({ language: "typescript", limits, program, ...(after === undefined ? {} : { after }) });
+  after(() => js.dispose());
+
+  test("a source esbuild would take minutes over, or crash its service on, never reaches it; later programs still compile", () => {
+    // 300 nested arrows: seconds in esbuild (the cube of the nesting), the validator's nesting bound refuses them
+    const arrows = run(
+      `const g = ${"a=>".repeat(300)}1;\nfunction f(x: number): number { return x * 2 }`,
+      "if (f(2) !== 4) throw new Error('no')",
+    );
+    assert.equal(arrows.status, "syntax_error", JSON.stringify(arrows));
+    assert.match(arrows.message ?? "", /^SyntaxError: the source is nested 129 levels deep at line 1.* \(program\)$/);
+    // 300 000 `!` overflowed esbuild's stack: its service stopped, and every later TypeScript run of the worker was a syntax_error
+    const bangs = run(`const v = ${"!".repeat(300_000)}1;`);
+    assert.equal(bangs.status, "syntax_error", JSON.stringify(bangs));
+    assert.match(bangs.message ?? "", /^SyntaxError: the TypeScript program is 300012 characters; at most 131072 are compiled$/);
+    const tests = run("function f(x: number): number { return x * 2 }", `const v = ${"!".repeat(300_000)}1;`);
+    assert.match(tests.message ?? "", /^SyntaxError: the TypeScript tests is/);
+    const honest = run(
+      "class A { x!: number; y = 1 }\nfunction f(x: number): number { return x * 2 }",
+      "if (f(2) !== 4) throw new Error('no')",
+    );
+    assert.deepEqual([honest.status, honest.completed], ["ok", true], JSON.stringify(honest));
+  });
 });
 
 describe("the engine grades a code grader with its runners", () => {

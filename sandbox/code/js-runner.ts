@@ -42,12 +42,13 @@ globalThis[name] = function (...args) {
     r = served.applySync(undefined, args, { arguments: { copy: true }, result: { copy: true } });
   } catch (e) {
     if (e && /could not be cloned/.test(String(e.message))) {
-      throw new TypeError(name + ": the arguments and the value cross between the tests and the program as copies, and one of them is not plain data (functions and class instances' methods are not): " + e.message);
+      throw new TypeError(name + ": the arguments cross from the tests to the program as copies, and one of them is not plain data (functions and class instances' methods are not): " + e.message);
     }
     throw e;
   }
   if (r.ok) return r.value;
   if (r.exit) throw new Error("the program exited (process.exit) inside " + name);
+  if ("notData" in r) throw new TypeError(name + " returned a value that cannot cross to the tests as a copy: " + r.notData);
   if ("thrown" in r) throw r.thrown;
   const C = Object.prototype.hasOwnProperty.call(errors, r.name) ? errors[r.name] : Error;
   const error = new C(r.message);
@@ -55,8 +56,20 @@ globalThis[name] = function (...args) {
   throw error;
 };
 })`;
+/** In the tests' realm: a global that is a copy of one of the program's values (served: the harness's serveValue), when it copies. */
+const VALUE = `(function (name, served) {
+"use strict";
+const r = served.applySync(undefined, [], { result: { copy: true } });
+if (r.ok) globalThis[name] = r.value;
+})`;
 /** `returned` as JSON text, read at most */
 const MAX_RETURNED = 256 * 1024;
+/**
+ * a value crossing from the program to the tests, at most (its copy's bytes, strings counted at
+ * each occurrence): as large as an honest answer gets (10^6 numbers), far below what a string
+ * repeated in an array weighs once cloned (the clone's buffer is outside the isolate's limit)
+ */
+const MAX_COPY = 16 * 1024 * 1024;
 
 /**
  * Memory the isolate's limit does not count: a WebAssembly.Memory, and resizable (growable)
@@ -277,6 +290,142 @@ function isPlain(v, depth) {
   return true;
 }
 
+// What crosses to the tests' realm: a copy made here of plain data (structured-clone-like: arrays,
+// objects' own enumerable properties, Map, Set, Date, RegExp, buffers, errors), from intrinsics
+// captured before the program ran, of at most MAX_COPY bytes counted per occurrence (a string
+// repeated a million times is a million strings once cloned: the clone's buffer is outside the
+// isolate's limit). Getters and Proxy traps run while it is made, never while it is cloned.
+const MapCtor = Map;
+const SetCtor = Set;
+const DateCtor = Date;
+const RegExpCtor = RegExp;
+const ArrayBufferCtor = ArrayBuffer;
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const mapEntries = Map.prototype.entries;
+const mapIterNext = getProto(new Map().entries()).next;
+const setAdd = Set.prototype.add;
+const setValues = Set.prototype.values;
+const setIterNext = getProto(new Set().values()).next;
+const dateGetTime = Date.prototype.getTime;
+const getterOf = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
+const regexpSource = getterOf(RegExp.prototype, "source");
+const regexpFlags = getterOf(RegExp.prototype, "flags");
+const abByteLength = getterOf(ArrayBuffer.prototype, "byteLength");
+const abSlice = ArrayBuffer.prototype.slice;
+const TypedArrayProto = getProto(Uint8Array.prototype);
+const taTag = getterOf(TypedArrayProto, Symbol.toStringTag);
+const taBuffer = getterOf(TypedArrayProto, "buffer");
+const taOffset = getterOf(TypedArrayProto, "byteOffset");
+const taLength = getterOf(TypedArrayProto, "length");
+const typed = { Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array };
+const errorCtors = { Error, TypeError, RangeError, SyntaxError, ReferenceError, EvalError, URIError };
+const errorHas = (v) => reflectApply(hasInstance, ErrorCtor, [v]);
+const brand = (method, v) => { try { reflectApply(method, v, []); return true; } catch { return false; } };
+const NOT_DATA = freeze({ notData: true });
+const TOO_BIG = freeze({ tooBig: true });
+const own = (o, k, value) => defineProperty(o, k, { value, writable: true, enumerable: true, configurable: true });
+function copyOut(root) {
+  const seen = new MapCtor();
+  let left = ${MAX_COPY};
+  const spend = (n) => { left -= n; if (left < 0) throw TOO_BIG; };
+  const c = (v, depth) => {
+    const t = typeof v;
+    if (t === "string") { spend(8 + v.length); return v; }
+    if (t === "number" || t === "boolean" || t === "undefined" || v === null) { spend(9); return v; }
+    if (t === "bigint") { spend(16); return v; }
+    if (t !== "object") throw NOT_DATA;
+    const hit = reflectApply(mapGet, seen, [v]);
+    if (hit !== undefined) { spend(8); return hit; }
+    if (depth > 1000) throw NOT_DATA;
+    spend(16);
+    let out;
+    if (isArray(v)) {
+      const n = v.length;
+      if (typeof n !== "number") throw NOT_DATA;
+      out = [];
+      reflectApply(mapSet, seen, [v, out]);
+      const keys = objectKeys(v);
+      for (let i = 0; i < keys.length; i++) { spend(8); own(out, keys[i], c(v[keys[i]], depth + 1)); }
+      out.length = n;
+      return out;
+    }
+    if (brand(mapEntries, v)) {
+      out = new MapCtor();
+      reflectApply(mapSet, seen, [v, out]);
+      const it = reflectApply(mapEntries, v, []);
+      for (let s = reflectApply(mapIterNext, it, []); !s.done; s = reflectApply(mapIterNext, it, [])) {
+        const k = c(s.value[0], depth + 1);
+        reflectApply(mapSet, out, [k, c(s.value[1], depth + 1)]);
+      }
+      return out;
+    }
+    if (brand(setValues, v)) {
+      out = new SetCtor();
+      reflectApply(mapSet, seen, [v, out]);
+      const it = reflectApply(setValues, v, []);
+      for (let s = reflectApply(setIterNext, it, []); !s.done; s = reflectApply(setIterNext, it, [])) reflectApply(setAdd, out, [c(s.value, depth + 1)]);
+      return out;
+    }
+    if (brand(dateGetTime, v)) { out = new DateCtor(reflectApply(dateGetTime, v, [])); reflectApply(mapSet, seen, [v, out]); return out; }
+    if (brand(regexpSource, v)) {
+      const src = reflectApply(regexpSource, v, []);
+      spend(src.length);
+      out = new RegExpCtor(src, reflectApply(regexpFlags, v, []));
+      reflectApply(mapSet, seen, [v, out]);
+      return out;
+    }
+    if (brand(abByteLength, v)) {
+      spend(reflectApply(abByteLength, v, []));
+      out = reflectApply(abSlice, v, []);
+      reflectApply(mapSet, seen, [v, out]);
+      return out;
+    }
+    const tag = brand(taTag, v) ? reflectApply(taTag, v, []) : undefined;
+    if (tag !== undefined) {
+      const C = typed[tag];
+      const n = reflectApply(taLength, v, []);
+      spend(n * C.BYTES_PER_ELEMENT);
+      const offset = reflectApply(taOffset, v, []);
+      out = new C(reflectApply(abSlice, reflectApply(taBuffer, v, []), [offset, offset + n * C.BYTES_PER_ELEMENT]));
+      reflectApply(mapSet, seen, [v, out]);
+      return out;
+    }
+    if (errorHas(v)) {
+      let name = "Error";
+      let message = "";
+      try { name = StringCtor(v.name); message = StringCtor(v.message).slice(0, ${MAX_MESSAGE}); } catch {}
+      out = new (hasOwn(errorCtors, name) ? errorCtors[name] : ErrorCtor)(message);
+      reflectApply(mapSet, seen, [v, out]);
+      return out;
+    }
+    out = {};
+    reflectApply(mapSet, seen, [v, out]);
+    const keys = objectKeys(v);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      spend(8 + k.length);
+      own(out, k, c(v[k], depth + 1));
+    }
+    return out;
+  };
+  return c(root, 0);
+}
+// a value returned to the tests: { ok, value }, or why it cannot cross
+function copied(v) {
+  try {
+    return { ok: true, value: copyOut(v) };
+  } catch (e) {
+    if (e === EXIT) return { exit: true };
+    if (e === TOO_BIG) return { ok: false, notData: "it is larger than ${MAX_COPY >> 20} MB as a copy" };
+    if (e === NOT_DATA) return { ok: false, notData: "it is not plain data (functions, symbols and class instances' methods are not)" };
+    let name = "Error";
+    let message = "";
+    try { name = StringCtor(e.name).slice(0, ${MAX_MESSAGE}); message = StringCtor(e.message).slice(0, ${MAX_MESSAGE}); } catch {}
+    return { ok: false, name, message };
+  }
+}
+
 return {
   // the "line"/"close" and "data"/"end" listeners the program registered, after its synchronous part
   deliver() {
@@ -295,21 +444,31 @@ return {
       return j === undefined ? "\u0000opaque" : j;
     } catch (e) { return e === EXIT ? "\u0000exit" : "\u0000opaque"; }
   },
-  // a function of the program the tests call from their own context: what it returned, or threw, as plain data
+  // a function of the program the tests call from their own context: what it returned, or threw, as
+  // data made here (copyOut), so the clone that carries it to the tests runs none of the program's code
   serve(f) {
     return function (...args) {
+      let value;
       try {
-        return { ok: true, value: f(...args) };
+        value = reflectApply(f, undefined, args);
       } catch (e) {
         if (e === EXIT) return { exit: true };
         if (e !== null && (typeof e === "object" || typeof e === "function")) {
           let name = "Error";
           let message = "";
-          try { name = StringCtor(e.name); message = StringCtor(e.message); } catch {}
+          try { name = StringCtor(e.name).slice(0, ${MAX_MESSAGE}); message = StringCtor(e.message).slice(0, ${MAX_MESSAGE}); } catch {}
           return { ok: false, name, message };
         }
-        return { ok: false, thrown: e };
+        try { return { ok: false, thrown: copyOut(e) }; } catch { return { ok: false, name: "Error", message: "the program threw a value too large to copy" }; }
       }
+      return copied(value);
+    };
+  },
+  // one of the program's values, copied once for the tests (undefined when it is no data)
+  serveValue(v) {
+    return () => {
+      const r = copied(v);
+      return r.ok ? r : { ok: false };
     };
   },
   state: () => jsonStringify({ out: out.text, err: err.text, over, exited, exitCode }),
@@ -564,6 +723,7 @@ export class JsRunner implements CodeRunner {
     keep(th.getSync("testing", { reference: true }) as ivm.Reference).applySync(undefined, [], { timeout: left() });
     const testsState = keep(th.getSync("state", { reference: true }) as ivm.Reference);
     const serve = keep(programHarness.getSync("serve", { reference: true }) as ivm.Reference);
+    const serveValue = keep(programHarness.getSync("serveValue", { reference: true }) as ivm.Reference);
     // the tests' free names: every identifier in their text (a superset) the tests' realm does not define
     const own = new Set(isolate.compileScriptSync("Object.getOwnPropertyNames(globalThis)").runSync(context, { copy: true }) as string[]);
     const names = new Set((request.after as string).match(/[A-Za-z_$][\w$]*/g) ?? []);
@@ -585,12 +745,13 @@ export class JsRunner implements CodeRunner {
         const proxy = keep(isolate.compileScriptSync(PROXY).runSync(context, { reference: true }) as ivm.Reference);
         proxy.applySync(undefined, [name, served], { timeout: left() });
       } else {
-        try {
-          const value = isolate.compileScriptSync(`(${name})`).runSync(program, { copy: true, timeout: left() });
-          context.global.setSync(name, value, { copy: true });
-        } catch (error) {
-          if (error instanceof Error && /^(Script execution timed out|Isolate was disposed)/.test(error.message)) throw error;
-        }
+        // copied inside the isolate by the program's harness: never through the host's heap
+        const v = keep(isolate.compileScriptSync(`(${name})`).runSync(program, { reference: true, timeout: left() }) as ivm.Reference);
+        const served = keep(
+          serveValue.applySync(undefined, [v.derefInto()], { result: { reference: true }, timeout: left() }) as ivm.Reference,
+        );
+        const copy = keep(isolate.compileScriptSync(VALUE).runSync(context, { reference: true }) as ivm.Reference);
+        copy.applySync(undefined, [name, served], { timeout: left() });
       }
     }
     // a strict function of its own, called as it is (on the same first line, so line numbers hold)

@@ -25,6 +25,8 @@ import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type R
 const HEAP_MB = 160;
 /** a run whose memory grew past the baseline by more than this gets a new isolate after it (the grown pages are never given back) */
 const REBUILD_GROWTH = 64 * 1024 * 1024;
+/** bytes of files a run may write (MEMFS keeps them in the isolate's JavaScript heap, HEAP_MB, and copies a file as it grows) */
+const FILE_BYTES = 32 * 1024 * 1024;
 /** a message (exception text) read back is cut to this */
 const MAX_MESSAGE = 2000;
 /** `returned`, as marshal bytes, read back at most */
@@ -572,13 +574,33 @@ py.setStdin({
 
 // The file system is JavaScript: any change marks the runner dirty (it is then replaced).
 let fsDirty = false;
+// A file's bytes are JavaScript memory, outside the interpreter's: they count against the run's
+// memory with it (a file of 100 MB passed a limit of 32), and at most FILE_BYTES (a file growing
+// is copied whole: 64 MB of files filled the isolate's heap, "Array buffer allocation failed"),
+// else the write fails (ENOSPC) and the run's verdict is its memory limit.
+let fileBytes = 0;
+let fsFull = false;
+function spendFile(n) {
+  n = Number(n);
+  if (!(n > 0)) return;
+  const now = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []);
+  if (fileBytes + n > ${FILE_BYTES} || now + fileBytes + n > growTo) { fsFull = true; throw new FS.ErrnoError(28); }
+  fileBytes += n;
+}
 const isFile = (mode) => (mode & 0o170000) === 0o100000;
 // writes to a device (the captured stdout and stderr) change no file
 for (const name of ["write", "ftruncate", "mmap", "msync"]) {
   const f = FS[name];
   if (typeof f !== "function") continue;
   FS[name] = function (stream, ...args) {
-    try { if (!stream || !stream.node || isFile(stream.node.mode)) fsDirty = true; } catch { fsDirty = true; }
+    let file = true;
+    try { file = !stream || !stream.node || isFile(stream.node.mode); } catch {}
+    if (file) {
+      fsDirty = true;
+      // write(stream, buffer, offset, length, …), ftruncate(fd, length)
+      if (name === "write") spendFile(args[2]);
+      else if (name === "ftruncate") spendFile(args[0]);
+    }
     return reflectApply(f, this, [stream, ...args]);
   };
 }
@@ -586,7 +608,11 @@ for (const name of ["mknod", "mkdir", "symlink", "rename", "rmdir", "unlink", "c
   "lchown", "fchown", "truncate", "utime", "mount", "unmount", "createDataFile", "writeFile", "create", "chdir"]) {
   const f = FS[name];
   if (typeof f !== "function") continue;
-  FS[name] = function (...args) { fsDirty = true; return reflectApply(f, this, args); };
+  FS[name] = function (...args) {
+    fsDirty = true;
+    if (name === "truncate") spendFile(args[1]);
+    return reflectApply(f, this, args);
+  };
 }
 // closing a base stream (os.close(0), the close inside os.dup2) would leave it closed for every
 // later run: the restore cannot reopen it, so the runner is replaced instead
@@ -693,6 +719,10 @@ function finish(result, ns, programEnded) {
   try { flushErr(); } catch {}
   destroyAll(ns);
   if (over) result.status = "output_limit";
+  else if (fsFull) {
+    result.status = "memory_limit"; result.exitCode = 1; result.completed = false;
+    result.message = "memory limit: the files the program wrote went past the run's memory";
+  }
   result.stdout = joined(out);
   result.stderr = joined(err);
   const grown = reflectApply(byteLengthOf, reflectApply(bufferOf, memory, []), []) - base.length;
@@ -742,6 +772,8 @@ function start(req) {
   stdin = encoder.encode(req.stdin ?? "");
   stdinAt = 0;
   fsDirty = false;
+  fileBytes = 0;
+  fsFull = false;
 }
 
 g.__gradebox_code_run = (requestJson) => {
