@@ -57,6 +57,8 @@ export const MAX_JS_RUNNERS = 4;
 interface ProjectRunners {
   python?: PythonRunner;
   js?: JsRunner;
+  /** over the project's JavaScript runner: TypeScript, and JavaScript with ES module syntax, made scripts first (typescript.ts) */
+  scripts?: { js: ScriptRunner; ts: ScriptRunner };
 }
 
 /**
@@ -124,11 +126,13 @@ export class CodeRunners {
     return this.current.js;
   }
 
-  /** TypeScript, and JavaScript with ES module syntax, become CommonJS scripts first (typescript.ts) */
-  private readonly typescript = new ScriptRunner(() => this.js(), "ts");
-  private readonly javascript = new ScriptRunner(() => this.js(), "js");
+  /** (runs happen with their project selected: the JavaScript runner they reach is that project's) */
+  private scripts(): { js: ScriptRunner; ts: ScriptRunner } {
+    this.current.scripts ??= { js: new ScriptRunner(() => this.js(), "js"), ts: new ScriptRunner(() => this.js(), "ts") };
+    return this.current.scripts;
+  }
   readonly runnerFor = (language: CodeLanguage): CodeRunner =>
-    language === "python" ? this.python() : language === "typescript" ? this.typescript : this.javascript;
+    language === "python" ? this.python() : language === "typescript" ? this.scripts().ts : this.scripts().js;
 
   /**
    * Starts what runs of these languages need and is not up (the first time, or after a run that
@@ -167,8 +171,6 @@ export class CodeRunners {
     }
     this.byProject.clear();
     this.current = {};
-    this.typescript.dispose();
-    this.javascript.dispose();
   }
 }
 
