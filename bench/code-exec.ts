@@ -139,7 +139,7 @@ export async function codeExecRows({ log, runs = 400, problems = 200 }: { log: (
   }
   const grader = { id: "bench-code", project: "bench", language: "code" as const, compiled: JSON.stringify({}) };
   // warm both workers' runners (both interpreters of the assert tests too)
-  await pool.gradeBatch(grader, [...threads.slice(0, 16), ...threads.slice(16 * 8, 16 * 8 + 16)]);
+  await pool.gradeBatch(grader, threads.slice(0, 32)); // problems 0–3: stdin, stdin, assert, call
   const started = performance.now();
   const outcomes = await pool.gradeBatch(grader, threads);
   const seconds = (performance.now() - started) / 1000;

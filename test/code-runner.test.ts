@@ -114,6 +114,10 @@ describe("Python runner", () => {
       assert.equal(r.completed, true, `${after}: ${JSON.stringify(r)}`);
       return r;
     };
+    // a name that is not ASCII; a global far over the bridge's bound is the tests' error, not a silent stop
+    ok("def añadir(x):\n    return x + 1\n", "assert añadir(1) == 2\n");
+    const big = run({ program: "BIG = 'x' * (5 * 2**20)\n", after: "assert len(BIG) > 0\n" });
+    assert.match(big.message ?? "", /^ValueError: the value is larger than/);
     // HumanEval's shape: check(candidate), the entry point passed by name
     ok(
       "def add(a, b):\n    return a + b\n",
@@ -218,6 +222,9 @@ describe("Python runner", () => {
   test("the host passes on no marshal reference to a container still being read (a half-made tuple, hashed, reads freed memory)", () => {
     // ((ref 0 as a dict key),): the tuple, flagged, holds a dict keyed by the tuple itself
     assert.equal(plainMarshal(Uint8Array.of(0xa9, 1, 0x7b, 0x72, 0, 0, 0, 0, 0x4e, 0x30)), false);
+    // a code object ('c', with or without its reference flag), whatever follows
+    assert.equal(plainMarshal(Uint8Array.of(0x63, 0, 0, 0, 0)), false);
+    assert.equal(plainMarshal(Uint8Array.of(0x29, 1, 0xe3, 0, 0, 0, 0)), false);
     assert.equal(plainMarshal(Uint8Array.of(0xdb, 1, 0, 0, 0, 0x72, 0, 0, 0, 0)), false);
     // a reference to a finished container is data (v = [1]; [v, v])
     const dag = Uint8Array.of(0x5b, 2, 0, 0, 0, 0xdb, 1, 0, 0, 0, 0xe9, 1, 0, 0, 0, 0x72, 0, 0, 0, 0);
@@ -236,15 +243,25 @@ describe("Python runner", () => {
     assert.notEqual(exit.status, "ok");
     const testsLoop = run({ program: "def f(x):\n    return x\n", after: "while f(1): pass\n", limits: short });
     assert.equal(testsLoop.status, "time_limit");
+    // each side's clock pauses while the other runs: the budget is the two together (0.4 s in the
+    // program, then 0.3 s in the tests, under 0.5 s), by the wall
+    const both = run({
+      program: "import time\ndef f(x):\n    t = time.monotonic()\n    while time.monotonic() - t < 0.4: pass\n    return x\n",
+      after: "import time\nf(1)\nt = time.monotonic()\nwhile time.monotonic() - t < 0.3: pass\n",
+      limits: short,
+    });
+    assert.deepEqual([both.status, both.completed], ["time_limit", false], JSON.stringify(both));
     assert.equal(run({ program: "def f(x):\n    return x * 2\n", after: "assert f(2) == 4\n" }).completed, true);
-    // failing tests (an assertion, an exception in a call test, a value that is not data) start no new isolate
-    const before = runner.stats.isolates;
+    // failing tests (an assertion, an exception in a call test, a value that is not data) start no new isolate, on either side
+    const isolates = () => runner.stats.isolates + (runner.testsStats?.isolates ?? 0);
+    const before = isolates();
     for (let k = 0; k < 3; k++) {
       assert.equal(run({ program: "def f(x):\n    return x\n", after: "assert f(2) == 5\n" }).completed, false);
       assert.equal(run({ program: "def f(x):\n    raise KeyError(x)\n", call: { name: "f", args: [1] } }).status, "runtime_error");
       assert.equal(run({ program: "def f(x):\n    return object()\n", call: { name: "f", args: [1] } }).returnedOpaque, true);
     }
-    assert.equal(runner.stats.isolates, before);
+    assert.equal(isolates(), before);
+    assert.ok(runner.testsStats !== undefined && runner.testsStats.runs > 0);
   });
   for (const c of PYTHON_TAMPER) {
     test(`tamper: ${c.name} does not pass`, () => {
@@ -480,6 +497,9 @@ describe("JavaScript runner", () => {
       ok("console.log('p');\nfunction f(x) { console.log('in f'); return x; }", "f(1);\nconsole.log('t');").stdout,
       "p\nin f\nt\n",
     );
+    // what the tests printed is kept when they fail
+    const failing = run({ program: "function f(x) { return x }", after: "console.log('t');\nthrow new Error('no');" });
+    assert.deepEqual([failing.completed, failing.stdout], [false, "t\n"]);
     // a function passed to the program is no copy: an error worded for a person
     const fn = run({ program: "function f(g) { return g(1) }", after: "if (f((x) => x) !== 1) throw new Error('no')" });
     assert.equal(fn.completed, false);

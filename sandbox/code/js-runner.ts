@@ -22,7 +22,7 @@ const MAX_MESSAGE = 2000;
 const MAX_NAMES = 200;
 /** words that are no name to look up */
 const RESERVED = new Set(
-  "break case catch class const continue debugger default delete do else export extends false finally for function if import in instanceof let new null return static super switch this throw true try typeof var void while with yield await async of get set undefined NaN Infinity".split(
+  "break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with undefined NaN Infinity".split(
     " ",
   ),
 );
@@ -606,14 +606,15 @@ export class JsRunner implements CodeRunner {
       }
       const s = this.readState(state);
       if (s.exited || s.over) failed = true;
-      let testsState: ivm.Reference | undefined;
+      /** the tests' harness state, once made: what they printed is kept whether they pass or not */
+      const tests: { state?: ivm.Reference } = {};
       if (!failed && request.after !== undefined) {
         try {
-          testsState = this.runTests(request, context, harness, keep, left, contexts);
+          this.runTests(request, context, harness, keep, left, contexts, tests);
           completed = true;
         } catch (error) {
           thrown(error);
-          if (!this.harnessStop(state)) {
+          if (!this.harnessStop(state) && !(tests.state && this.harnessStop(tests.state))) {
             status = "runtime_error";
             message = errorText(error);
           }
@@ -657,7 +658,7 @@ export class JsRunner implements CodeRunner {
         { status, message, exitCode: status === "runtime_error" ? 1 : 0, completed, returned, returnedOpaque },
         cpu(),
         request.limits.outputBytes,
-        testsState,
+        tests.state,
       );
     } catch (error) {
       const text = error instanceof Error ? error.message : String(error);
@@ -702,7 +703,8 @@ export class JsRunner implements CodeRunner {
    * harness): the program's names the tests use arrive as copies, its functions as proxies that
    * call it with copies of their arguments (structured clone) and return a copy of its value.
    * A program then cannot patch what the tests call (JSON.stringify, Math.abs, Array.prototype.every,
-   * the assert module) nor read them: none of it is in its realm. Returns the tests' harness state.
+   * the assert module) nor read them: none of it is in its realm. The tests' harness state is
+   * put in `tests` as soon as it exists.
    */
   private runTests(
     request: RunRequest,
@@ -711,7 +713,8 @@ export class JsRunner implements CodeRunner {
     keep: <T extends ivm.Reference>(r: T) => T,
     left: () => number,
     contexts: ivm.Context[],
-  ): ivm.Reference {
+    tests: { state?: ivm.Reference },
+  ): void {
     const isolate = this.isolate as ivm.Isolate;
     const context = isolate.createContextSync();
     contexts.push(context);
@@ -721,7 +724,7 @@ export class JsRunner implements CodeRunner {
       make.applySync(undefined, [request.stdin ?? "", request.limits.outputBytes], { result: { reference: true } }) as ivm.Reference,
     );
     keep(th.getSync("testing", { reference: true }) as ivm.Reference).applySync(undefined, [], { timeout: left() });
-    const testsState = keep(th.getSync("state", { reference: true }) as ivm.Reference);
+    tests.state = keep(th.getSync("state", { reference: true }) as ivm.Reference);
     const serve = keep(programHarness.getSync("serve", { reference: true }) as ivm.Reference);
     const serveValue = keep(programHarness.getSync("serveValue", { reference: true }) as ivm.Reference);
     // the tests' free names: every identifier in their text (a superset) the tests' realm does not define
@@ -758,7 +761,6 @@ export class JsRunner implements CodeRunner {
     isolate
       .compileScriptSync(`(function () { "use strict"; ${request.after}\n})();`, { filename: "tests.js" })
       .runSync(context, { timeout: left() });
-    return testsState;
   }
 
   private finish(

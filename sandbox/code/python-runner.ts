@@ -7,13 +7,16 @@
 // random state, the recursion limit and every object a run made are exactly the baseline's again.
 // The file system lives in JavaScript: every call that changes it marks the runner dirty, and a
 // dirty runner (or one whose interpreter failed, or whose memory grew too far) is replaced by a
-// new isolate from the snapshot, the slow path (0.2–0.4 s) taken only by programs that write files.
+// new isolate from the snapshot, the slow path (0.3–1.5 s) taken only by programs that write files.
 //
 // The verdict's parts are read outside Python: stdout/stderr from the interpreter's fd-level
-// device (below print and sys.stdout), `completed` from whether the host-held C builtin `exec`
-// returned, and `returned` from `marshal.dumps` (C: exact builtin types only, no __eq__ or
-// __class__ runs) decoded here. The run's Python is reached through PyProxies of C builtins the
-// runner took at baseline: a program can rebind names, never change what those objects do.
+// device (below print and sys.stdout), and `returned` from `marshal.dumps` (C: exact builtin types
+// only, no __eq__ or __class__ runs) decoded here. An assert-style test runs its tests in a second
+// runner (the "tests" peer), which never runs program code: `completed` is its _gb_tests returning,
+// and what crosses between the two is bytes the host checks (plainMarshal, handles). The helpers
+// the program's side runs (_gb_guard, _gb_invoke, _gb_lookup) are Python a program can re-code
+// through gc: they only carry what the program could return itself, and the host checks their
+// every answer.
 
 import ivm from "isolated-vm";
 import type { PythonTemplate } from "../python/template.ts";
@@ -138,7 +141,7 @@ def _gb_guard(f, *a, _gb_describe=_gb_describe):
     except BaseException as e:
         return (False, _gb_describe(e))
 class _gb_Stop(BaseException):
-    """the host stopped the program mid-call (its time or memory limit): the tests end"""
+    """the host refused a request (the program's side stopped, or answered in no known form): the tests end"""
 def _gb_plain_of(type=type, issubclass=issubclass, dict=dict, list=list, tuple=tuple, set=set, frozenset=frozenset, int=int, float=float, complex=complex, str=str, bytes=bytes, bool=bool):
     # A copy of v as exact plain types: what an honest program returns is often a subclass of one
     # (collections.Counter, defaultdict, OrderedDict, a namedtuple, an IntEnum), which marshal
@@ -200,7 +203,10 @@ def _gb_unwrap(x, held=_gb_held, HANDLE=_gb_HANDLE, type=type, len=len, tuple=tu
             return {k: go(v) for k, v in x.items()}
         return x
     return go(x)
-def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType, keep=_gb_keep):
+def _gb_fit(b, len=len):
+    # a reply past the bound is said in a byte, before JavaScript copies it out
+    return b if len(b) <= ${MAX_REPLY} + 1 else b"L"
+def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleType=_gb_types.ModuleType, keep=_gb_keep, fit=_gb_fit):
     # The program's side: what one of its names is, for the tests' side (another interpreter).
     if name not in ns:
         return b"N"
@@ -210,10 +216,10 @@ def _gb_lookup(ns, name, dumps=_gb_dumps, callable=callable, type=type, ModuleTy
     if callable(v):
         return b"F"
     try:
-        return b"D" + dumps(v)
+        return fit(b"D" + dumps(v))
     except (ValueError, TypeError, RecursionError):
         return keep(v)
-def _gb_invoke(ns, name, payload, handles, loads=_gb_marshal.loads, dumps=_gb_dumps, type=type, str=str, keep=_gb_keep, unwrap=_gb_unwrap):
+def _gb_invoke(ns, name, payload, handles, loads=_gb_marshal.loads, dumps=_gb_dumps, type=type, str=str, keep=_gb_keep, unwrap=_gb_unwrap, fit=_gb_fit):
     # The program's side of a call the tests make: its function, the tests' arguments (plain
     # copies), its value back as marshal bytes. Nothing of the tests is in this interpreter.
     try:
@@ -222,12 +228,12 @@ def _gb_invoke(ns, name, payload, handles, loads=_gb_marshal.loads, dumps=_gb_du
             args, kwargs = unwrap(args), unwrap(kwargs)
         v = ns[name](*args, **kwargs)
         try:
-            return b"R" + dumps(v)
+            return fit(b"R" + dumps(v))
         except (ValueError, TypeError, RecursionError):
             pass
         if hasattr(type(v), "__next__"):
             # a generator, map, filter…: its items (the tests' side gets an iterator over them)
-            return b"I" + dumps(list(v))
+            return fit(b"I" + dumps(list(v)))
         return keep(v)
     except BaseException as e:
         base = BaseException
@@ -253,7 +259,7 @@ class _gb_Handle:
         self._gb_refuse()
     def __repr__(self):
         return "<the program's " + self._gb_what + ">"
-def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop, Handle=_gb_Handle, HANDLE=_gb_HANDLE):
+def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop, Handle=_gb_Handle, HANDLE=_gb_HANDLE, instructions=__import__("dis").get_instructions):
     # The tests' side: they run in this interpreter, which never runs the program: every name of
     # the program they use is a proxy that asks the program's interpreter through the host (the
     # device at fd), with plain copies both ways. A program cannot read the tests' frames or
@@ -267,6 +273,14 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
                 break
             chunks.append(b)
         return b"".join(chunks)
+    def failed_with(body):
+        tname, message = loads(body)
+        t = base.get(tname)
+        # (StopIteration out of a call would end the tests' map() or zip() early, as if
+        # every item passed: a RuntimeError, as PEP 479 makes it out of a generator)
+        if isinstance(t, type) and issubclass(t, Exception) and not issubclass(t, (StopIteration, StopAsyncIteration)):
+            raise t(message)
+        raise RuntimeError(tname + (": " + message if message else ""))
     handed = [0]
     def handle(body):
         i, _, what = body.partition(b":")
@@ -301,13 +315,7 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
             if kind == b"I":
                 return iter(loads(body))
             if kind == b"E":
-                tname, message = loads(body)
-                t = base.get(tname)
-                # (StopIteration out of a call would end the tests' map() or zip() early, as if
-                # every item passed: a RuntimeError, as PEP 479 makes it out of a generator)
-                if isinstance(t, type) and issubclass(t, Exception) and not issubclass(t, (StopIteration, StopAsyncIteration)):
-                    raise t(message)
-                raise RuntimeError(tname + (": " + message if message else ""))
+                failed_with(body)
             raise Stop()
         call.__name__ = call.__qualname__ = name
         return call
@@ -318,11 +326,12 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
         if before is not None:
             exec(compile(before, "<setup>", "exec", dont_inherit=True), ns)
         code = compile(source, "<tests>", "exec", dont_inherit=True)
+        # the names the tests read as globals (not attributes: co_names holds both)
         names = set()
         todo = [code]
         while todo:
             c = todo.pop()
-            names.update(c.co_names)
+            names.update(i.argval for i in instructions(c) if i.opname in ("LOAD_NAME", "LOAD_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"))
             todo.extend(k for k in c.co_consts if type(k) is type(code))
         # the tests see the builtins, never a program's top-level abs, len… (as MBPP's rows assume)
         for name in sorted(names - set(base) - set(ns)):
@@ -334,6 +343,8 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
                 ns[name] = loads(body)
             elif kind == b"H":
                 ns[name] = handle(body)
+            elif kind == b"E":
+                failed_with(body)
             elif kind == b"M":
                 try:
                     ns[name] = __import__(body.decode("utf-8"))
@@ -383,7 +394,6 @@ const lookup = pyGlobals.get("_gb_lookup");
 const invoke = pyGlobals.get("_gb_invoke");
 const runTests = pyGlobals.get("_gb_tests");
 const guard = pyGlobals.get("_gb_guard");
-const pyBuiltins = pyGlobals.get("_gb_builtins");
 const runProgram = pyGlobals.get("_gb_program");
 const atEnd = pyGlobals.get("_gb_atend");
 const cGetattr = pyGlobals.get("_gb_builtins").getattr;
@@ -397,7 +407,7 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_atend, _gb_held, _gb_HANDLE, _gb_keep, _gb_unwrap, _gb_Handle, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_atend, _gb_held, _gb_HANDLE, _gb_keep, _gb_unwrap, _gb_Handle, _gb_fit, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
 
 // the name blocked builtin modules are given (allocated at the first)
 let gone = 0;
@@ -703,7 +713,6 @@ function pyMessage(e) {
     return typeof t === "string" ? t : "the interpreter failed";
   } catch { return "the interpreter failed"; }
 }
-const pyType = (e) => { try { return typeof e.type === "string" ? e.type : ""; } catch { return ""; } };
 
 
 // the program's namespace while it serves the tests' calls (a run with serve), until "end"
@@ -762,6 +771,20 @@ function exitedHow(e, result) {
   }
 }
 
+// Code of the tests' own (MBPP's imports or setup) run in the program's namespace: "ok", or why it failed.
+function testsCode(source, ns, result) {
+  try {
+    const s = runProgram(source, ns);
+    const kind = s.get(0);
+    const message = s.get(1);
+    destroyAll(s);
+    return kind === "ok" ? "ok" : "the tests' setup code failed: " + String(message || kind);
+  } catch (e) {
+    exitedHow(e, result);
+    return "the tests' setup code stopped the interpreter";
+  }
+}
+
 function start(req) {
   if (serving) { destroyAll(serving); serving = undefined; }
   growTo = typeof req.memoryMb === "number" ? base.length + req.memoryMb * 1048576 : Infinity;
@@ -801,19 +824,8 @@ g.__gradebox_code_run = (requestJson) => {
   const ns = nsOf();
   let step;
   let setup = "ok";
-  if (typeof req.before === "string") {
-    // the tests' setup (trusted data) in the namespace the program then runs in, as MBPP's harness does
-    try {
-      const s = runProgram(req.before, ns);
-      const kind = s.get(0);
-      const message = s.get(1);
-      destroyAll(s);
-      if (kind !== "ok") setup = "the tests' setup code failed: " + String(message || kind);
-    } catch (e) {
-      failed = "the interpreter stopped: " + pyMessage(e);
-      setup = pyMessage(e);
-    }
-  }
+  // the tests' imports (trusted data) in the namespace the program then runs in
+  if (typeof req.before === "string") setup = testsCode(req.before, ns, result);
   if (setup !== "ok") {
     result.status = "runtime_error"; result.exitCode = 1; result.message = setup.slice(0, ${MAX_MESSAGE});
   } else try {
@@ -838,17 +850,7 @@ g.__gradebox_code_run = (requestJson) => {
     if (kind === "ok" && !failed && !over) {
       if (req.serve === true && typeof req.setup === "string") {
         // the tests' setup, after the program, in its namespace (MBPP's test_setup_code builds its objects)
-        let made = "ok";
-        try {
-          const s = runProgram(req.setup, ns);
-          const k = s.get(0);
-          const m = s.get(1);
-          destroyAll(s);
-          if (k !== "ok") made = "the tests' setup code failed: " + String(m || k);
-        } catch (e) {
-          exitedHow(e, result);
-          made = "the tests' setup code stopped the interpreter";
-        }
+        const made = testsCode(req.setup, ns, result);
         if (made !== "ok") {
           result.status = "runtime_error"; result.exitCode = 1; result.message = made.slice(0, ${MAX_MESSAGE});
           return finish(result, ns, true);
@@ -912,7 +914,8 @@ g.__gradebox_code_run = (requestJson) => {
 };
 
 // The program's side of the tests' calls: op "G" (what a name is), "C" (call it with marshal
-// arguments), "end" (the run's result, as __gradebox_code_run's). Answers are latin-1 text:
+// arguments), "K" (the same, its arguments holding handles), "end" (the run's result, as
+// __gradebox_code_run's). Answers are latin-1 text:
 // G's and C's the reply bytes (see _gb_lookup, _gb_invoke), "A" when the interpreter cannot answer.
 g.__gradebox_code_call = (op, name, payload) => {
   if (op === "end") {
@@ -986,6 +989,11 @@ export class PythonRunner implements CodeRunner {
   /** up for a run, and (tests) for an assert-style test, whose tests run in the peer */
   startedFor(tests = false): boolean {
     return this.started && (!tests || this.peer?.started === true);
+  }
+
+  /** the tests' side's counts (assert-style tests), once it exists */
+  get testsStats(): PythonRunnerStats | undefined {
+    return this.peer?.stats;
   }
 
   /** isolates this runner holds up (its own, and its peer's) */
@@ -1100,7 +1108,7 @@ export class PythonRunner implements CodeRunner {
         message === "Script execution timed out." ? "time_limit" : /memory|disposed/i.test(message) ? "memory_limit" : undefined;
       // a run stopped by its time limit left nothing the next restore does not put back (memory,
       // stack pointer, reference table, cwd, streams; a file written makes the next call ask for
-      // a new isolate): the isolate is kept when a canary run answers right, saving a 0.2–0.4 s start
+      // a new isolate): the isolate is kept when a canary run answers right, saving a 0.3–1.5 s start
       if (stop !== "time_limit" || !this.canary()) this.replace();
       if (!stop) throw new RunnerFailure(`the Python runner failed: ${message}`);
       const said = stop === "memory_limit" ? "memory limit: the run went past the interpreter's memory" : undefined;
@@ -1115,6 +1123,9 @@ export class PythonRunner implements CodeRunner {
    * in the peer. One budget (limits.cpuMs) bounds both sides; a stop on either ends the run.
    */
   private runWithTests(request: RunRequest): RunResult {
+    // both interpreters up before the clock starts: a start is no run's time (the worker starts
+    // them between items; a runner used directly pays it here)
+    this.warm(true);
     const budget = request.limits.cpuMs;
     const began = performance.now();
     const left = () => Math.max(1, budget - (performance.now() - began));
@@ -1136,22 +1147,44 @@ export class PythonRunner implements CodeRunner {
         ? (JSON.parse(opened.raw) as { stdin?: unknown })
         : undefined;
     if (!serving) return this.read(opened.raw, request, opened.cpuMs, false);
-    this.peer ??= new PythonRunner(this.template, "tests");
-    const peer = this.peer;
+    const peer = this.peer as PythonRunner;
     let cpuMs = opened.cpuMs;
     let stopped: RunResult | undefined;
+    /** the runner's own failure inside a call: thrown once the tests' side is back, so the item abstains */
+    let failure: unknown;
+    const timeUp = (): RunResult => ({
+      status: "time_limit",
+      stdout: "",
+      stderr: "",
+      exitCode: 1,
+      completed: false,
+      cpuMs: 0,
+      message: `time limit: the program and the tests together took more than ${budget} ms`,
+    });
     peer.bridgeTo = (message) => {
-      if (stopped || !this.callEntry) return ABORT;
+      if (stopped || failure || !this.callEntry) return ABORT;
+      // the tests' side's own clock pauses while the program runs: the budget is the two together, by the wall
+      if (performance.now() - began >= budget) {
+        stopped = timeUp();
+        return ABORT;
+      }
       const op = message[0];
       const nul = message.indexOf("\0");
-      const name = nul > 0 ? message.slice(1, nul) : "";
+      // the name's bytes are UTF-8 (the device moves bytes as latin-1 text)
+      const name = nul > 0 ? bytesText(message.slice(1, nul)) : "";
       const args = message.slice(nul + 1);
       // the tests' side is the project's own data, still read strictly: a name, plain arguments
       // C: a call; K: a call whose arguments hold handles (see _gb_unwrap)
       const call = op === "C" || op === "K";
       if ((op !== "G" && !call) || !NAME.test(name)) return ABORT;
       if (call && (args.length > MAX_ARGUMENTS || !plainMarshal(bytesOf(args)))) return ABORT;
-      const entered = this.enter(this.callEntry, [op, name, call ? args : ""], left());
+      let entered: ReturnType<PythonRunner["enter"]>;
+      try {
+        entered = this.enter(this.callEntry, [op, name, call ? args : ""], left());
+      } catch (error) {
+        failure = error;
+        return ABORT;
+      }
       if ("stopped" in entered) {
         stopped = entered.stopped;
         return ABORT;
@@ -1177,13 +1210,25 @@ export class PythonRunner implements CodeRunner {
     try {
       tests = peer.runTests({ ...request, stdin: typeof serving.stdin === "string" ? serving.stdin : "" }, left());
     } catch (error) {
-      this.end(END_GRACE_MS);
+      try {
+        this.end(END_GRACE_MS);
+      } catch {
+        this.replace();
+      }
       throw error;
     } finally {
       peer.bridgeTo = undefined;
     }
     cpuMs += tests.cpuMs;
-    if (stopped) return { ...stopped, cpuMs: cpuMs + stopped.cpuMs };
+    if (failure) {
+      this.replace();
+      throw failure instanceof RunnerFailure ? failure : new RunnerFailure(String(failure));
+    }
+    if (!stopped && performance.now() - began > budget) stopped = timeUp();
+    if (stopped) {
+      // the program's side is mid-serve: it gives back nothing worth its time (the next run restores it)
+      return { ...stopped, cpuMs: cpuMs + stopped.cpuMs };
+    }
     // the program's side: what it wrote over the whole run. Within what is left of the budget:
     // letting go of its namespace runs its objects' __del__, which may never return
     const ended = this.end(Math.max(left(), END_GRACE_MS));
@@ -1217,21 +1262,19 @@ export class PythonRunner implements CodeRunner {
   /** the program's side's end: its run's answer (output, and whether it must be replaced), its limit, or undefined when it is gone */
   private end(timeoutMs: number): { raw: unknown; cpuMs: number } | { stopped: RunResult } | undefined {
     if (!this.callEntry || !this.started) return undefined;
-    try {
-      return this.enter(this.callEntry, ["end", "", ""], timeoutMs);
-    } catch {
-      return undefined;
-    }
+    // (a RunnerFailure here is the runner's: it reaches the grade, which abstains)
+    return this.enter(this.callEntry, ["end", "", ""], timeoutMs);
   }
 
   /** The program's side's answer to one request, passed on only in its known forms (see _gb_lookup, _gb_invoke). */
   private checked(raw: unknown, op: string): string {
     if (typeof raw !== "string" || raw.length === 0) return ABORT;
     const kind = raw[0];
+    // (for a call or a name's value alike)
     if (raw === "L" || raw.length > MAX_REPLY + 1)
       return `E${latin1(encodeMarshal(["ValueError", `the value is larger than ${MAX_REPLY} bytes as data`]))}`;
     // a handle: "H<index>:<the type's name>"
-    if (kind === "H") return /^H\d{1,9}:[^\0-\x1f]{0,100}$/.test(bytesText(raw)) ? raw : ABORT;
+    if (kind === "H") return /^H\d{1,9}:\P{Cc}{0,100}$/u.test(bytesText(raw)) ? raw : ABORT;
     if (op === "G") {
       if (kind === "N" || kind === "F") return raw.length === 1 ? raw : ABORT;
       if (kind === "M") return NAME.test(bytesText(raw.slice(1))) ? raw : "N";

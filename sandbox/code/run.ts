@@ -4,9 +4,8 @@
 //
 // A run starts from a clean interpreter (nothing an earlier run did is visible), runs `program`
 // with `stdin`, then the harness part of the request: `call` (a named function called with
-// arguments, in the same interpreter) or `after` (assert-style test code: Python runs it in a
-// second interpreter that reaches the program's names by copy, JavaScript in a strict function
-// of its own in the program's context).
+// arguments, in the same interpreter) or `after` (assert-style test code, run in a second
+// interpreter (Python) or context (JavaScript) that reaches the program's names by copy).
 // What decides a verdict is read outside the interpreter: the bytes the program wrote to its
 // standard output (captured below Python's `print` and `sys.stdout`), and the harness's own
 // answer (`completed`, `returned`), which a program cannot forge by patching what it can reach.

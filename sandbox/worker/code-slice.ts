@@ -174,8 +174,12 @@ export class CodeRunners {
   }
 }
 
-/** the watchdog's bound for one item: every test at its limit, with the slack of a restore each */
-const itemBudgetMs = (spec: WorkerCodeSpec) => spec.maxTests * (spec.limits.cpuMs + 500);
+/**
+ * the watchdog's bound for one item: every test at its limit, with the slack of a restore each;
+ * twice the limit, since an assert-style Python test's two sides each have a clock that pauses
+ * while the other runs (the run is a time_limit past cpuMs of the two together, by the wall)
+ */
+const itemBudgetMs = (spec: WorkerCodeSpec) => spec.maxTests * (2 * spec.limits.cpuMs + 500);
 
 export function gradeCodeSlice(
   runners: CodeRunners,

@@ -142,7 +142,7 @@ export const PYTHON_TAMPER: TamperCase[] = [
     test: "after",
     after: "assert f(2) == 5\n",
     program:
-      "import gc, marshal\ndef evil(*a, **k):\n    return b'R' + __import__('marshal').dumps(compile('5', 'x', 'eval'))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') in ('_gb_invoke', '_gb_lookup'):\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
+      "import gc, marshal\ndef evil(*a, **k):\n    return b'R' + __import__('marshal').dumps(compile('5', 'x', 'eval'))\nfor o in gc.get_objects():\n    if callable(o) and getattr(o, '__name__', '') == '_gb_invoke':\n        try: o.__code__ = evil.__code__\n        except Exception: pass\n" +
       F,
   },
   {
