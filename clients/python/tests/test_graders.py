@@ -203,6 +203,30 @@ def test_create_code_takes_snake_case_and_answers_the_whole_definition(client: G
     assert bad.value.code == "INVALID_REQUEST" and "cpuMs" in bad.value.message
 
 
+def test_create_every_kind_takes_snake_case(client: Gradebox, graders: dict[str, str], new_key: Callable[[str], str]) -> None:
+    # a combined grader of two function graders, graded through
+    key = new_key("combined")
+    made = client.graders.create.combined(key, mode="weighted", graders=[{"grader_key": graders["exact"], "weight": 3}, {"graderKey": graders["indexer"], "weight": 1}])
+    assert (made["key"], made["kind"]) == (key, "combined")
+    assert client.graders.grade(key, thread("4", expected="4", i=1))["score"] == 1
+    # a judge's fields reach the server in its names: a model that is not registered is the answer, not a missing field
+    with pytest.raises(gradebox.NotFoundError) as missing:
+        client.graders.create.binary_judge(new_key("judge"), judge_model="not-registered", criteria="answers the question", feedback_key="helpful")
+    assert missing.value.code == "MODEL_NOT_FOUND"
+    with pytest.raises(gradebox.NotFoundError) as rubric:
+        client.graders.create.rubric_judge(
+            new_key("rubric"), judge_model="not-registered", criteria=[{"name": "correct", "requirement": "is right"}], partial_credit=0.5
+        )
+    assert rubric.value.code == "MODEL_NOT_FOUND"
+    # an endpoint's: the definition is accepted and the server checks the address (nothing listens there)
+    with pytest.raises(gradebox.GraderValidationError) as unreachable:
+        client.graders.create.external_endpoint(new_key("endpoint"), url="http://127.0.0.1:9/reward", timeout_ms=1000, max_concurrency=2)
+    assert "cannot reach the endpoint" in unreachable.value.message
+    with pytest.raises(gradebox.BadRequestError) as bad:
+        client.graders.create.external_endpoint(new_key("endpoint"), url="http://127.0.0.1:9/reward", timeout_ms=5)
+    assert bad.value.code == "INVALID_REQUEST" and "timeoutMs" in bad.value.message
+
+
 def test_create_code_async(new_key: Callable[[str], str]) -> None:
     import asyncio
 

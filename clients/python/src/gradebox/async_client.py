@@ -22,6 +22,7 @@ from .client import (
     _ClientConfig,
     _code_definition,
     _create_body,
+    _kind_body,
     _on_unavailable,
     _one_key,
     _point_into_file,
@@ -154,6 +155,31 @@ class _AsyncCreate:
         """As Gradebox's ``graders.create.code``."""
         body = {"key": key, "description": description, **_code_definition(definition)}
         answer = await self._graders._client._request("POST", self._graders._path("/code"), body=body, retry=False)
+        return cast(GraderWithSource, answer[0])
+
+    async def combined(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.combined``."""
+        return await self._kind("/combined", key, description, definition)
+
+    async def binary_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.binary_judge``."""
+        return await self._kind("/binary-judge", key, description, definition)
+
+    async def rubric_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.rubric_judge``."""
+        return await self._kind("/rubric-judge", key, description, definition)
+
+    async def prebuilt_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.prebuilt_judge``."""
+        return await self._kind("/prebuilt-judge", key, description, definition)
+
+    async def external_endpoint(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """As Gradebox's ``graders.create.external_endpoint``."""
+        return await self._kind("/external-endpoint", key, description, definition)
+
+    async def _kind(self, path: str, key: str, description: str, definition: Mapping[str, Any]) -> GraderWithSource:
+        body = _kind_body(key, description, definition)
+        answer = await self._graders._client._request("POST", self._graders._path(path), body=body, retry=False)
         return cast(GraderWithSource, answer[0])
 
 

@@ -353,7 +353,8 @@ class _Call:
 
 
 class _Create:
-    """``client.graders.create``: register a grader (``create.function``)."""
+    """``client.graders.create``: register a grader of each kind (``function``, ``code``,
+    ``combined``, ``binary_judge``, ``rubric_judge``, ``prebuilt_judge``, ``external_endpoint``)."""
 
     def __init__(self, graders: Graders) -> None:
         self._graders = graders
@@ -395,6 +396,61 @@ class _Create:
         key is taken. Not retried."""
         body = {"key": key, "description": description, **_code_definition(definition)}
         return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path("/code"), body=body, retry=False)[0])
+
+
+    def combined(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """A grader combining others: ``mode`` ("weighted", "any" or "all") and ``graders``
+        ([{"grader_key": …, "weight": …}]). Not retried."""
+        return self._kind("/combined", key, description, definition)
+
+    def binary_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """An LLM judge answering yes or no: ``judge_model`` (a model registered in the project),
+        ``criteria``, and optionally ``template``, ``template_variables``, ``feedback_key`` and
+        ``samples`` (threads, or {"thread": …}). NotFoundError (MODEL_NOT_FOUND) when the model
+        is not registered. Not retried."""
+        return self._kind("/binary-judge", key, description, definition)
+
+    def rubric_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """An LLM judge scoring a rubric: ``judge_model``, ``criteria`` ([{"name", "requirement",
+        "weight", "options"}]), and optionally ``cannot_assess``, ``partial_credit``. Not retried."""
+        return self._kind("/rubric-judge", key, description, definition)
+
+    def prebuilt_judge(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """A prebuilt metric judged by ``judge_model``: ``type`` ("FAITHFULNESS",
+        "CONTEXT_RELEVANCY" or "ANSWER_RELEVANCY"). Not retried."""
+        return self._kind("/prebuilt-judge", key, description, definition)
+
+    def external_endpoint(self, key: str, *, description: str = "", **definition: Any) -> GraderWithSource:
+        """A reward server of your own: ``url``, and optionally ``transport`` ("http" or
+        "websocket"), ``headers_env``, ``headers_secret``, ``timeout_ms``, ``batch``,
+        ``batch_size``, ``max_concurrency``. The server's egress policy must allow the address
+        (EGRESS_DENIED otherwise). Not retried."""
+        return self._kind("/external-endpoint", key, description, definition)
+
+    def _kind(self, path: str, key: str, description: str, definition: Mapping[str, Any]) -> GraderWithSource:
+        body = _kind_body(key, description, definition)
+        return cast(GraderWithSource, self._graders._client._request("POST", self._graders._path(path), body=body, retry=False)[0])
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _kind_body(key: str, description: str, definition: Mapping[str, Any]) -> dict[str, Any]:
+    """A grader definition in the wire's names: top-level snake_case keys made camelCase, and a
+    combined grader's parts' (the values of maps, such as template_variables' or headers_env's
+    own keys, kept as they are); samples as wire threads."""
+    body: dict[str, Any] = {"key": key, "description": description}
+    for name, value in definition.items():
+        body[_camel(name)] = value
+    if isinstance(body.get("graders"), Sequence) and not isinstance(body["graders"], (str, bytes)):
+        body["graders"] = [{_camel(k): v for k, v in p.items()} if isinstance(p, Mapping) else p for p in body["graders"]]
+    if isinstance(body.get("samples"), Sequence) and not isinstance(body["samples"], (str, bytes)):
+        body["samples"] = [
+            {"thread": to_wire(s["thread"] if isinstance(s, Mapping) and "thread" in s else s)} for s in body["samples"]
+        ]
+    return body
 
 
 _CODE_FIELDS = {"tests_key": "testsKey", "abs_tol": "absTol", "rel_tol": "relTol", "max_tests": "maxTests"}
