@@ -189,13 +189,15 @@ def _gb_keep(v, held=_gb_held, type=type, str=str):
     # side gets a handle it can only pass back (the program's __eq__ or __bool__ never decide a test)
     held.append(v)
     return b"H" + str(len(held) - 1).encode() + b":" + str(type(v).__name__)[:100].encode("utf-8", "replace")
-def _gb_unwrap(x, held=_gb_held, HANDLE=_gb_HANDLE, type=type, len=len, tuple=tuple):
-    # the tests' arguments: their handles back into the program's objects
+def _gb_walk(x, swap, KEEP=object(), type=type, tuple=tuple, list=list, dict=dict):
+    # x rebuilt through its tuples, lists and dicts, with swap(v) for each part v it takes (swap
+    # returns KEEP, its second argument, for the parts it leaves): both sides of a handle's crossing
     def go(x):
+        y = swap(x, KEEP)
+        if y is not KEEP:
+            return y
         t = type(x)
         if t is tuple:
-            if len(x) == 2 and type(x[0]) is str and x[0] == HANDLE and type(x[1]) is int:
-                return held[x[1]]
             return tuple(go(i) for i in x)
         if t is list:
             return [go(i) for i in x]
@@ -203,6 +205,13 @@ def _gb_unwrap(x, held=_gb_held, HANDLE=_gb_HANDLE, type=type, len=len, tuple=tu
             return {k: go(v) for k, v in x.items()}
         return x
     return go(x)
+def _gb_unwrap(x, held=_gb_held, HANDLE=_gb_HANDLE, walk=_gb_walk, type=type, len=len, tuple=tuple):
+    # the tests' arguments: their handles, (HANDLE, i), back into the program's objects
+    def swap(v, keep):
+        if type(v) is tuple and len(v) == 2 and type(v[0]) is str and v[0] == HANDLE and type(v[1]) is int:
+            return held[v[1]]
+        return keep
+    return walk(x, swap)
 def _gb_fit(b, len=len):
     # a reply past the bound is said in a byte, before JavaScript copies it out
     return b if len(b) <= ${MAX_REPLY} + 1 else b"L"
@@ -259,7 +268,7 @@ class _gb_Handle:
         self._gb_refuse()
     def __repr__(self):
         return "<the program's " + self._gb_what + ">"
-def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop, Handle=_gb_Handle, HANDLE=_gb_HANDLE, instructions=__import__("dis").get_instructions):
+def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_builtins)), os=_gb_os, loads=_gb_marshal.loads, dumps=_gb_dumps, Stop=_gb_Stop, Handle=_gb_Handle, HANDLE=_gb_HANDLE, walk=_gb_walk, instructions=__import__("dis").get_instructions):
     # The tests' side: they run in this interpreter, which never runs the program: every name of
     # the program they use is a proxy that asks the program's interpreter through the host (the
     # device at fd), with plain copies both ways. A program cannot read the tests' frames or
@@ -288,16 +297,7 @@ def _gb_tests(source, before, fd, _gb_describe=_gb_describe, base=dict(vars(_gb_
         return Handle(int(i), what.decode("utf-8", "replace"))
     def wrap(x):
         # handles among the arguments go back as (HANDLE, i)
-        t = type(x)
-        if t is Handle:
-            return (HANDLE, object.__getattribute__(x, "_gb_i"))
-        if t is tuple:
-            return tuple(wrap(i) for i in x)
-        if t is list:
-            return [wrap(i) for i in x]
-        if t is dict:
-            return {k: wrap(v) for k, v in x.items()}
-        return x
+        return walk(x, lambda v, keep: (HANDLE, object.__getattribute__(v, "_gb_i")) if type(v) is Handle else keep)
     def proxy(name):
         def call(*args, **kwargs):
             if handed[0]:
@@ -407,7 +407,7 @@ const stdoutObj = pyGlobals.get("_gb_sys").__stdout__;
 const stderrObj = pyGlobals.get("_gb_sys").__stderr__;
 const flushOut = stdoutObj.flush;
 const flushErr = stderrObj.flush;
-py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_atend, _gb_held, _gb_HANDLE, _gb_keep, _gb_unwrap, _gb_Handle, _gb_fit, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
+py.runPython("del _gb_builtins, _gb_marshal, _gb_sys, _gb_gc, _gb_itertools, _gb_ns, _gb_program, _gb_lookup, _gb_invoke, _gb_tests, _gb_Stop, _gb_describe, _gb_guard, _gb_atend, _gb_held, _gb_HANDLE, _gb_keep, _gb_unwrap, _gb_walk, _gb_Handle, _gb_fit, _gb_types, _gb_os, _gb_plain_of, _gb_plain, _gb_dumps");
 
 // the name blocked builtin modules are given (allocated at the first)
 let gone = 0;
