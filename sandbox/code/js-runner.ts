@@ -18,7 +18,11 @@ import ivm from "isolated-vm";
 import { type CodeRunner, RunnerFailure, type RunRequest, type RunResult, type RunStatus } from "./run.ts";
 
 const MAX_MESSAGE = 2000;
-/** the program's names one test may reach (each costs a lookup, and a proxy or a copy) */
+/** the lookup script's own variable (never looked up itself, so the tests' names cannot be shadowed by it) */
+const KINDS = "__gradebox_kinds";
+/** what `typeof` answers */
+const TYPEOFS = new Set(["undefined", "object", "boolean", "number", "bigint", "string", "symbol", "function"]);
+/** the program's names one test may reach (each costs a proxy or a copy) */
 const MAX_NAMES = 200;
 /** words that are no name to look up */
 const RESERVED = new Set(
@@ -84,14 +88,23 @@ for (const [C, m] of [[globalThis.ArrayBuffer, "resize"], [globalThis.SharedArra
   if (C && typeof C.prototype[m] === "function") Object.defineProperty(C.prototype, m, { value: refuse, writable: false, configurable: false });
 }
 })()`;
-const confineScripts = new WeakMap<ivm.Isolate, ivm.Script>();
-function confine(isolate: ivm.Isolate, context: ivm.Context): void {
-  let script = confineScripts.get(isolate);
-  if (!script) {
-    script = isolate.compileScriptSync(CONFINE, { filename: "gradebox:confine" });
-    confineScripts.set(isolate, script);
+/** the runner's own scripts, compiled once per isolate */
+const scripts = new WeakMap<ivm.Isolate, Map<string, ivm.Script>>();
+function cachedScript(isolate: ivm.Isolate, name: string, source: string): ivm.Script {
+  let byName = scripts.get(isolate);
+  if (!byName) {
+    byName = new Map();
+    scripts.set(isolate, byName);
   }
-  script.runSync(context, { timeout: 1000 });
+  let script = byName.get(name);
+  if (!script) {
+    script = isolate.compileScriptSync(source, { filename: `gradebox:${name}` });
+    byName.set(name, script);
+  }
+  return script;
+}
+function confine(isolate: ivm.Isolate, context: ivm.Context): void {
+  cachedScript(isolate, "confine", CONFINE).runSync(context, { timeout: 1000 });
 }
 
 /** Made in each run's context before the program: the harness, as one function of the run's settings. */
@@ -729,23 +742,31 @@ export class JsRunner implements CodeRunner {
     const serveValue = keep(programHarness.getSync("serveValue", { reference: true }) as ivm.Reference);
     // the tests' free names: every identifier in their text (a superset) the tests' realm does not define
     const own = new Set(isolate.compileScriptSync("Object.getOwnPropertyNames(globalThis)").runSync(context, { copy: true }) as string[]);
-    const names = new Set((request.after as string).match(/[A-Za-z_$][\w$]*/g) ?? []);
+    const names = [...new Set((request.after as string).match(/[A-Za-z_$][\w$]*/g) ?? [])].filter(
+      (n) => !own.has(n) && !RESERVED.has(n) && n !== KINDS,
+    );
+    // what each is in the program's realm, in one script: `typeof` of each, joined by primitive
+    // string concatenation (nothing the program can patch), "" where it throws (a let before its line)
+    const kinds =
+      names.length === 0
+        ? ""
+        : isolate
+            .compileScriptSync(
+              `(() => { let ${KINDS} = ""; ${names.map((n) => `try { ${KINDS} += typeof ${n}; } catch {} ${KINDS} += ",";`).join(" ")} return ${KINDS}; })()`,
+            )
+            .runSync(program, { timeout: left() });
+    const kindOf = typeof kinds === "string" ? kinds.split(",") : [];
+    const proxyScript = cachedScript(isolate, "proxy", PROXY);
+    const valueScript = cachedScript(isolate, "value", VALUE);
     let made = 0;
-    for (const name of names) {
-      if (own.has(name) || RESERVED.has(name) || made >= MAX_NAMES) continue;
-      let kind: unknown;
-      try {
-        kind = isolate.compileScriptSync(`typeof ${name}`).runSync(program, { timeout: left() });
-      } catch (error) {
-        if (error instanceof Error && /^(Script execution timed out|Isolate was disposed)/.test(error.message)) throw error;
-        continue;
-      }
-      if (kind === "undefined" || typeof kind !== "string") continue;
+    for (const [i, name] of names.entries()) {
+      const kind = kindOf[i];
+      if (made >= MAX_NAMES || !TYPEOFS.has(kind) || kind === "undefined") continue;
       made++;
       if (kind === "function") {
         const f = keep(isolate.compileScriptSync(`(${name})`).runSync(program, { reference: true, timeout: left() }) as ivm.Reference);
         const served = keep(serve.applySync(undefined, [f.derefInto()], { result: { reference: true }, timeout: left() }) as ivm.Reference);
-        const proxy = keep(isolate.compileScriptSync(PROXY).runSync(context, { reference: true }) as ivm.Reference);
+        const proxy = keep(proxyScript.runSync(context, { reference: true }) as ivm.Reference);
         proxy.applySync(undefined, [name, served], { timeout: left() });
       } else {
         // copied inside the isolate by the program's harness: never through the host's heap
@@ -753,7 +774,7 @@ export class JsRunner implements CodeRunner {
         const served = keep(
           serveValue.applySync(undefined, [v.derefInto()], { result: { reference: true }, timeout: left() }) as ivm.Reference,
         );
-        const copy = keep(isolate.compileScriptSync(VALUE).runSync(context, { reference: true }) as ivm.Reference);
+        const copy = keep(valueScript.runSync(context, { reference: true }) as ivm.Reference);
         copy.applySync(undefined, [name, served], { timeout: left() });
       }
     }
