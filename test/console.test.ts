@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type Browser, chromium, type Page } from "playwright-core";
+import { AdaptiveLike } from "./support/adaptive-like.ts";
 import { FakeOpenAI } from "./support/fake-openai.ts";
 import { call, freePort, repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
@@ -454,6 +455,40 @@ test("endpoints: a closed port is refused in the form; the example reward server
     ["11", "20"],
   );
   await shot("console-endpoint");
+});
+
+test("endpoints: the transport selector registers a WebSocket endpoint, shown as such, that grades over its socket", async () => {
+  const adaptive = await new AdaptiveLike().start();
+  try {
+    await page.click("#new-endpoint");
+    await page.fill("#endpoint-key", "ws-ep");
+    await page.fill("#endpoint-url", `${adaptive.url}/good`);
+    await page.selectOption("#endpoint-transport", "websocket");
+    await page.click("#endpoint-submit");
+    await page.waitForSelector("#detail-key:has-text('ws-ep')");
+    assert.equal((await s.store.mustGet("web", "ws-ep")).endpoint?.transport, "websocket");
+    const rows = Object.fromEntries(
+      (await page.locator("#endpoint-def dt").allTextContents()).map((t, i, all) => [t, i < all.length ? i : -1]),
+    );
+    const values = await page.locator("#endpoint-def dd").allTextContents();
+    assert.equal(values[rows.transport], `WebSocket at ${adaptive.url}/good/ws, a score message per thread`);
+
+    await page.check("input[name='target'][value='stored']");
+    await page.fill("#test-version", "");
+    const t = (content: string) => JSON.stringify({ turns: [{ role: "assistant", content }] });
+    await page.fill("#threads", [t("four"), t("seventeen")].join("\n"));
+    await page.click("#run-test");
+    await page.waitForFunction(() => document.querySelectorAll("#results tbody tr").length === 2);
+    // the reward server answers the last turn's length / 100, over its socket and never over HTTP
+    assert.deepEqual(
+      adaptive.messages.map((m) => m.request.turns.at(-1)?.content),
+      ["four", "seventeen"],
+    );
+    assert.equal(adaptive.httpScoreCalls, 0);
+    assert.match((await page.locator("#results tbody tr").allTextContents()).join(" "), /0\.04[\s\S]*0\.09/);
+  } finally {
+    await adaptive.close();
+  }
 });
 
 // A function grader that explains its score: a reason, and one weighted subscore per check.

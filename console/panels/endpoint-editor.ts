@@ -24,6 +24,7 @@ async function createEndpoint(): Promise<void> {
       batch,
       batchSize: batch ? numberIn("#endpoint-batch-size") : undefined,
       maxConcurrency: numberIn("#endpoint-concurrency"),
+      transport: val("#endpoint-transport") === "websocket" ? "websocket" : "http",
     });
     box.hidden = true;
     status(`created ${g.key} (${g.endpoint?.info.name ?? "endpoint"} ${g.endpoint?.info.version ?? ""})`, true);
