@@ -17,7 +17,7 @@ import { cannotWrite, checkReadable, usageError } from "./api.ts";
 import { Progress } from "./progress.ts";
 
 /** A graded line, or a line that is not a thread (BAD_LINE, never sent). */
-export type LineResult = GradeResult | { error: { code: "BAD_LINE"; message: string } };
+export type LineResult = GradeResult | { outcome: "error"; error: { code: "BAD_LINE"; message: string } };
 
 /** The run's summary: the batch summary of every line's result, and the errors and abstentions by code. */
 export interface Summary extends BatchSummary {
@@ -126,7 +126,8 @@ export async function gradeFile(send: SendChunk, opts: GradeFileOptions): Promis
     const threads = sent.flatMap((p) => ("thread" in p ? [p.thread] : []));
     const results = threads.length > 0 ? await send(threads) : [];
     let next = 0;
-    for (const p of sent) await write(p.line, "thread" in p ? results[next++] : { error: { code: "BAD_LINE", message: p.problem } });
+    for (const p of sent)
+      await write(p.line, "thread" in p ? results[next++] : { outcome: "error", error: { code: "BAD_LINE", message: p.problem } });
     progress.tick(sent.length);
   };
 

@@ -44,7 +44,9 @@ export function keyFromFile(path: string): string {
 
 // top-level statements start a line; a grader file is formatted source, not minified
 const DEFAULT_EXPORT = /^export\s+default\b|^export\s*\{[^}]*\bas\s+default\b/m;
-const TOP_LEVEL_GRADE = /^(?:export\s+)?(?:async\s+function\s*\*?\s*grade\s*\(|function\s*\*?\s*grade\s*\(|(?:const|let|var)\s+grade\b)/m;
+// `grade` or `gradeGroup`: either is the module's own entry point, as the server picks it
+const TOP_LEVEL_GRADE =
+  /^(?:export\s+)?(?:async\s+function\s*\*?\s*grade(?:Group)?\s*\(|function\s*\*?\s*grade(?:Group)?\s*\(|(?:const|let|var)\s+grade(?:Group)?\b)/m;
 const NAMED_ASYNC_FUNCTION = /^export\s+async\s+function\s+([A-Za-z_$][\w$]*)/gm;
 const NAMED_ASYNC_CONST = /^export\s+(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=\n]*)?=\s*async\b/gm;
 
@@ -52,8 +54,8 @@ const NAMED_ASYNC_CONST = /^export\s+(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?
  * The named graders of a TypeScript or JavaScript file: its exported async functions
  * (`export async function exactMatch(thread)`, `export const lengthOk = async (thread) => …`), in
  * the file's order. Empty when the file is a one-grader file: it has a default export or a
- * top-level `grade` (the entry point, as the server picks it; other exports are its helpers), or
- * no named async export.
+ * top-level `grade` or `gradeGroup` (the entry points, as the server picks them; other exports
+ * are their helpers), or no named async export.
  */
 export function namedGraders(source: string): string[] {
   if (DEFAULT_EXPORT.test(source) || TOP_LEVEL_GRADE.test(source)) return [];

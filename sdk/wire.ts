@@ -124,7 +124,7 @@ export interface paths {
         put?: never;
         /**
          * Validate a source
-         * @description Runs the five checks on a source without storing anything and, given threads, grades them with it. A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`, as a create would.
+         * @description Runs the five checks on a source without storing anything and, given threads, grades them with it (test_run then grades those threads instead of the built-in sample thread, so a grader that needs their metadata is not failed by the sample's empty metadata). A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`, as a create would.
          */
         post: operations["graders.validate"];
         delete?: never;
@@ -1227,6 +1227,11 @@ export interface components {
             /** @description the cursor of the next page; null on the last page */
             nextCursor: string | null;
         };
+        /**
+         * @description a function grader's entry points: grade (thread), gradeGroup / grade_group (group), or both
+         * @enum {string}
+         */
+        GraderShape: "thread" | "group" | "both";
         /** @description one stored version of a function grader */
         GraderVersion: {
             /** @description the version number, from 1 */
@@ -1663,7 +1668,8 @@ export interface components {
             valid: true;
             /** @description what the checks noticed without refusing the source */
             warnings: string[];
-            /** @description the threads' results, in order, when threads were given */
+            shape?: components["schemas"]["GraderShape"];
+            /** @description the threads' results, in order, when threads were given: test_run grades them instead of the built-in sample thread */
             results?: components["schemas"]["GradeResult"][];
         };
     };
@@ -1701,6 +1707,7 @@ export type GradeTokenOptions = components['schemas']['GradeTokenOptions'];
 export type Grader = components['schemas']['Grader'];
 export type GraderDetail = components['schemas']['GraderDetail'];
 export type GraderPage = components['schemas']['GraderPage'];
+export type GraderShape = components['schemas']['GraderShape'];
 export type GraderVersion = components['schemas']['GraderVersion'];
 export type GraderVersionDetail = components['schemas']['GraderVersionDetail'];
 export type GraderVersionList = components['schemas']['GraderVersionList'];

@@ -41,6 +41,10 @@ export const Language = z
   .enum(LANGUAGES, { message: `language must be one of ${LANGUAGES.join(", ")}` })
   .describe("what a function grader's source is written in: typescript (TypeScript or JavaScript) or python")
   .meta({ id: "Language" });
+export const GraderShape = z
+  .enum(["thread", "group", "both"])
+  .describe("a function grader's entry points: grade (thread), gradeGroup / grade_group (group), or both")
+  .meta({ id: "GraderShape" });
 const DescriptionText = z
   .string()
   .max(2000, "description is at most 2000 characters")

@@ -141,6 +141,58 @@ test("several graders per file through named exports: keys derived from the expo
   assert.match(tested.stdout, /✓ token-count \(tokenCount\): all five checks passed\n✓ exact-four \(exactFour\): all five checks passed\n/);
 });
 
+test("a file with gradeGroup is one grader: test and push keep gradeGroup the entry point and take the key from the file's name", async () => {
+  // docs/graders.md's group grader, verbatim
+  write(
+    "ranked.ts",
+    `import { rankInGroup } from "gradebox/graders";
+
+export async function gradeGroup(threads: StringThread[]) {
+  const correct = threads.map((t) => (t.completion()?.trim() === t.metadata.expected ? 1 : 0));
+  const short = threads.map((t) => -(t.completion()?.length ?? 0));
+  // correct answers first, the shorter the better among equals
+  return rankInGroup(correct.map((c, i) => c * 1e6 + short[i]));
+}
+`,
+  );
+  const turns = (content: string) => [{ role: "assistant", content }];
+  write(
+    "ranked.jsonl",
+    lines({ turns: turns("4"), metadata: { expected: "4", q: 1 } }, { turns: turns("four"), metadata: { expected: "4", q: 1 } }),
+  );
+  const tested = await gradebox("test", "ranked.ts", "--threads", "ranked.jsonl", "--json");
+  assert.equal(tested.code, 0, tested.stderr);
+  // each thread alone is a group of one: rankInGroup of one value is the middle, 0.5
+  assert.deepEqual(
+    jsonl(tested.stdout).map((r) => [r.line, r.outcome, r.score]),
+    [
+      [1, "scored", 0.5],
+      [2, "scored", 0.5],
+    ],
+  );
+  const pushed = await gradebox("push", "ranked.ts");
+  assert.equal(pushed.code, 0, pushed.stderr);
+  assert.match(pushed.stdout, /^✓ created ranked \(version 1\) in typescript\n$/);
+  const graded = await gradebox("grade", "ranked", "--threads", "ranked.jsonl", "--group-by", "q", "--json");
+  assert.equal(graded.code, 0, graded.stderr);
+  assert.deepEqual(
+    jsonl(graded.stdout).map((r) => r.score),
+    [1, 0],
+  );
+});
+
+test("test --threads grades the given threads in place of the built-in sample thread, whose metadata is empty", async () => {
+  write("needs-expected.py", 'async def grade(thread):\n    return float(thread.completion() == thread.metadata["expected"])\n');
+  write("expected.jsonl", lines({ turns: [{ role: "assistant", content: "4" }], metadata: { expected: "4" } }));
+  const tested = await gradebox("test", "needs-expected.py", "--threads", "expected.jsonl", "--json");
+  assert.equal(tested.code, 0, tested.stderr);
+  assert.deepEqual(jsonl(tested.stdout), [{ line: 1, outcome: "scored", score: 1 }]);
+  // without threads the built-in sample thread is the test run, and the hint says how to give it real threads
+  const alone = await gradebox("test", "needs-expected.py");
+  assert.equal(alone.code, 1);
+  assert.match(alone.stderr, /KeyError: 'expected'.*thread\.metadata\.get\("expected", ""\).*gradebox test FILE --threads threads\.jsonl/s);
+});
+
 test("local imports stay inside the project directory: a file outside it, a Node built-in and a package are refused with their code", async () => {
   writeFileSync(join(root, "outside.ts"), "export const secret = 1;\n");
   write("escape.ts", 'import { secret } from "../outside";\nexport default async function (t) {\n  return secret;\n}\n');
@@ -309,6 +361,8 @@ test("grade --threads reads OpenAI chat lines and TRL lines (standard and conver
   const results = jsonl(conv.stdout);
   assert.deepEqual(results[0], { line: 1, outcome: "scored", score: 1, metadata: { turns: 3, meta: { id: "x" } } });
   assert.deepEqual(results[1], { line: 2, outcome: "scored", score: 1, metadata: { turns: 1, meta: {} } });
+  // a bad line is an error outcome like any other, so `select(.outcome == "error")` finds it
+  assert.equal(results[2].outcome, "error");
   assert.equal(results[2].error.code, "BAD_LINE");
 });
 
@@ -381,6 +435,11 @@ test("keys from names, the named graders of a file, and a line read in each form
     "a default export: one grader",
   );
   assert.deepEqual(namedGraders("export async function a(t) {}\nasync function grade(t) {}\n"), [], "a top-level grade: one grader");
+  assert.deepEqual(
+    namedGraders("export async function gradeGroup(threads) {}\nexport async function helper(t) {}\n"),
+    [],
+    "an exported gradeGroup: one grader, whose entry point the server picks (not a named grader `grade-group`)",
+  );
   assert.deepEqual(readThreadLine({ messages: [{ role: "tool", content: null }] }), {
     format: "openai",
     thread: { turns: [{ role: "tool", content: "" }], metadata: {} },

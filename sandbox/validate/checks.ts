@@ -47,6 +47,7 @@ export type GradeOutcome = GradeScore | { error: GradeError } | { abstained: Abs
 
 /**
  * Which functions a grader's module exports: `grade(thread)`, `gradeGroup(threads)` (Python:
- * `grade_group`), or both. Absent (older versions): thread.
+ * `grade_group`), or both (the wire's GraderShape, as validation answers it). Absent (older
+ * versions): thread.
  */
-export type GraderShape = "thread" | "group" | "both";
+export type { GraderShape } from "../../sdk/wire.ts";

@@ -61,6 +61,12 @@ export const PARSE_DEADLINE_MS = 2000;
 const overLimit = (o: GradeOutcome | undefined) =>
   o !== undefined && "error" in o && (o.error.code === "GRADER_TIMEOUT" || o.error.code === "GRADER_MEMORY_LIMIT");
 
+/**
+ * An error a read of absent metadata gives (Python's KeyError or a None; JavaScript's undefined
+ * or null): the built-in sample thread's empty metadata is then the likely cause, worth a hint.
+ */
+const readsMissing = (message: string) => /KeyError|NoneType|undefined|null/.test(message);
+
 export class Engine {
   private readonly warm = new Map<string, Runtime>();
   /** warm isolates dropped to keep the cache within its count and heap bounds */
@@ -482,8 +488,11 @@ export class Engine {
             ...(mock.error.line === undefined ? {} : { line: mock.error.line, column: mock.error.column }),
             message:
               `${shape === "group" ? "gradeGroup" : "grade"} failed on the built-in sample thread (user "What is 2+2?", assistant "4", metadata {}) with ${mock.error.code}: ${mock.error.message}. ` +
-              `The sample thread's metadata is {}: guard reads of it (${language === "python" ? '`thread.metadata.get("expected", "")`' : '`thread.metadata.expected ?? ""`'}); to see how it grades real samples, ` +
-              "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`), which test_run then uses instead",
+              (readsMissing(mock.error.message)
+                ? `The sample thread's metadata is {}: guard reads of it (${language === "python" ? '`thread.metadata.get("expected", "")`' : '`thread.metadata.expected ?? ""`'}); to see how it grades real threads, `
+                : "To see how it grades real threads, ") +
+              "give the grader samples of its own (`samples: [{thread, expected?}]`; `gradebox push --samples samples.jsonl`) or test it on threads of yours " +
+              "(`threads` in …/graders/validate; `gradebox test FILE --threads threads.jsonl`), which test_run then grades instead",
           },
         };
       }

@@ -25,6 +25,7 @@ import {
   GraderDetail,
   GraderKey,
   GraderParams,
+  GraderShape,
   GraderVersion,
   GraderVersionDetail,
   GradeScore,
@@ -128,7 +129,9 @@ export async function graderRoutes(
         tags: ["graders"],
         summary: "Validate a source",
         description:
-          "Runs the five checks on a source without storing anything and, given threads, grades them with it. A failing check " +
+          "Runs the five checks on a source without storing anything and, given threads, grades them with it (test_run then " +
+          "grades those threads instead of the built-in sample thread, so a grader that needs their metadata is not failed by " +
+          "the sample's empty metadata). A failing check " +
           "answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`, as a create would.",
         params: ProjectParams,
         body: z
@@ -149,7 +152,13 @@ export async function graderRoutes(
                 .object({
                   valid: z.literal(true).describe("always true: a failing check is a 422"),
                   warnings: z.array(z.string()).describe("what the checks noticed without refusing the source"),
-                  results: z.array(GradeResult).optional().describe("the threads' results, in order, when threads were given"),
+                  shape: GraderShape.optional(),
+                  results: z
+                    .array(GradeResult)
+                    .optional()
+                    .describe(
+                      "the threads' results, in order, when threads were given: test_run grades them instead of the built-in sample thread",
+                    ),
                 })
                 .describe("the checks' verdict"),
             ),
@@ -161,8 +170,8 @@ export async function graderRoutes(
     async (req) => {
       if (req.body.threads) checkBatch(req.body.threads.length, config);
       const { source, language = "typescript", threads } = req.body;
-      const { warnings, results } = await validation.validate(req.params.project, { source, language }, threads);
-      return { valid: true as const, warnings, ...(results ? { results: toResults(results) } : {}) };
+      const { warnings, results, shape } = await validation.validate(req.params.project, { source, language }, threads);
+      return { valid: true as const, warnings, ...(shape ? { shape } : {}), ...(results ? { results: toResults(results) } : {}) };
     },
   );
 

@@ -77,8 +77,9 @@ export class Validation {
 
   /**
    * Runs the five checks of the source's language; throws VALIDATION_FAILED with the failing check.
-   * With samples, test_run grades them instead of the built-in sample thread; `threads` are graded
-   * after the checks pass.
+   * With samples, test_run grades them instead of the built-in sample thread, and each must pass
+   * (checkSamples); with `threads` instead, test_run is grading them: each thread's outcome,
+   * errors included, is in the results, as a grade-batch's would be.
    */
   async validate(project: string, { source, language }: SourceCode, threads?: WireThread[], samples?: Sample[]): Promise<Validated> {
     this.limiter.check(project);
@@ -93,7 +94,10 @@ export class Validation {
     }
     const withSamples = samples !== undefined && samples.length > 0;
     const graded = withSamples ? samples.map((x) => x.thread) : threads;
-    const result = await this.sandbox.validate(project, source, graded, { mock: !withSamples, language }).catch((error: unknown) => {
+    // test_run grades the caller's own threads or samples when there are any: the built-in
+    // sample thread's empty metadata would fail a grader that needs the metadata they carry
+    const mock = graded === undefined || graded.length === 0;
+    const result = await this.sandbox.validate(project, source, graded, { mock, language }).catch((error: unknown) => {
       if (!(error instanceof SandboxCrashError)) throw error;
       // the module body or the test run took its worker down (V8 aborts on some OOM paths)
       const failure: CheckFailure = { check: "execution", message: `${error.code}: ${error.message}` };
