@@ -170,6 +170,10 @@ export async function gradeGroup(threads: StringThread[]) {
       [2, "scored", 0.5],
     ],
   );
+  const sdk = new Gradebox({ baseURL: s.url, apiKey: env.GRADEBOX_API_KEY, project: "files" });
+  const source = readFileSync(join(project, "ranked.ts"), "utf8");
+  assert.equal((await sdk.graders.validate({ source })).shape, "group");
+  assert.equal((await sdk.graders.validate({ source: `${source}\nexport async function grade(t) { return 1; }\n` })).shape, "both");
   const pushed = await gradebox("push", "ranked.ts");
   assert.equal(pushed.code, 0, pushed.stderr);
   assert.match(pushed.stdout, /^✓ created ranked \(version 1\) in typescript\n$/);
