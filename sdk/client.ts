@@ -83,8 +83,19 @@ interface RequestSpec {
 }
 
 const RETRY_STATUS = new Set([408, 429, 502, 503, 504]);
-/** Answered with a status worth retrying, but only the operator can change them: a repeat would answer the same. */
-const LASTING_CODES = new Set(["SECRETS_NOT_CONFIGURED"]);
+/**
+ * Answered with a status worth retrying, but a repeat would not help: only the operator can
+ * change SECRETS_NOT_CONFIGURED, and the server has already retried a judge's model or an
+ * endpoint with its own backoff before answering 502 (repeating it here would multiply the
+ * attempts and open the server's circuit breaker on the first call from a user).
+ */
+const LASTING_CODES = new Set([
+  "SECRETS_NOT_CONFIGURED",
+  "JUDGE_UNAVAILABLE",
+  "JUDGE_INVALID_OUTPUT",
+  "ENDPOINT_UNAVAILABLE",
+  "ENDPOINT_INVALID_RESPONSE",
+]);
 
 function problemOf(text: string): Record<string, unknown> {
   try {

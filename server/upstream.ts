@@ -76,11 +76,22 @@ export function transportError(error: unknown, timedOut: boolean, who: string, m
     }
   }
   if (timedOut) return new UpstreamError("unavailable", `${who} did not answer in time`, { retryable: true, cause: error });
-  const cause = (error as { cause?: { message?: string } })?.cause?.message;
-  return new UpstreamError("unavailable", `cannot reach ${who}: ${cause ?? (error as Error)?.message ?? String(error)}`, {
+  return new UpstreamError("unavailable", `cannot reach ${who}: ${rootCause(error)}`, {
     retryable: true,
     cause: error,
   });
+}
+
+/**
+ * What actually failed: the innermost cause's message (fetch's own is only "fetch failed"; its
+ * cause says "connect ECONNREFUSED 127.0.0.1:11434"), with its code when the message lacks it.
+ */
+function rootCause(error: unknown): string {
+  let inner = error as { message?: unknown; code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; depth < 8 && inner?.cause && typeof inner.cause === "object"; depth++) inner = inner.cause as typeof inner;
+  const message = typeof inner?.message === "string" && inner.message ? inner.message : String(inner);
+  const code = typeof inner?.code === "string" ? inner.code : undefined;
+  return code && !message.includes(code) ? `${message} (${code})` : message;
 }
 
 /** The outcome label of a failed call in the metrics. */
@@ -104,6 +115,8 @@ export class Upstream {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
   private failures = 0;
+  /** the last failure the breaker counted: what a fast failure while open says happened */
+  private lastFailure = "";
   private openUntil = 0;
   private probing = false;
   readonly retries: number;
@@ -206,6 +219,7 @@ export class Upstream {
         this.probing = false;
         // a 429 means the target is up and busy: it is retried, not held against the breaker
         const counts = error.kind === "unavailable" && error.options.retryAfterMs === undefined;
+        if (counts) this.lastFailure = error.message;
         if (counts && ++this.failures >= this.threshold) this.openUntil = Date.now() + this.cooldownMs;
         if (!error.options.retryable || n >= this.retries || this.breakerOpen) {
           if (n > 0 && error.kind === "unavailable") error.message = `${error.message} (after ${n + 1} attempts)`;
@@ -228,7 +242,7 @@ export class Upstream {
   private openError(): UpstreamError {
     return new UpstreamError(
       "unavailable",
-      `${this.name} failed ${this.failures} times in a row; calls fail fast until ${new Date(Math.max(this.openUntil, Date.now())).toISOString()} (circuit open)`,
+      `${this.name} failed ${this.failures} times in a row${this.lastFailure ? ` (the last: ${this.lastFailure})` : ""}; calls fail fast until ${new Date(Math.max(this.openUntil, Date.now())).toISOString()} (circuit open)`,
     );
   }
 }

@@ -2,8 +2,10 @@
 // server on loopback (test/support/fake-openai.ts) standing in for the model.
 
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { ConflictError, Gradebox, GraderValidationError, StringThread, UnprocessableEntityError } from "../sdk/index.ts";
+import { ConflictError, Gradebox, GradeboxError, GraderValidationError, StringThread, UnprocessableEntityError } from "../sdk/index.ts";
 import { FakeOpenAI } from "./support/fake-openai.ts";
 import { call, startServer, type TestServer } from "./support/helpers.ts";
 
@@ -368,6 +370,33 @@ describe("failures, retries, breaker, concurrency", () => {
     assert.equal(fast.body.code, "JUDGE_UNAVAILABLE");
     assert.match(fast.body.detail, /circuit open/);
     assert.equal(fake.requests.length, before, "no call while the breaker is open");
+  });
+
+  test("through the SDK, a model nobody listens on is JUDGE_UNAVAILABLE naming the refused connection, asked once: the breaker stays closed", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    await model("nobody", { baseURL: `http://127.0.0.1:${closed}/v1` });
+    await binary("nobody-judge", { judgeModel: "nobody" });
+    const sdk = new Gradebox({ baseURL: s.url, project: "judges", apiKey: await s.keyFor("judges"), maxRetries: 2 });
+    const detail = async () => {
+      const error = await sdk.graders.grade({ graderKey: "nobody-judge", thread: qa("x") }).catch((e: unknown) => e);
+      assert.ok(error instanceof GradeboxError, String(error));
+      assert.equal((error as GradeboxError & { code: string }).code, "JUDGE_UNAVAILABLE");
+      return (error as Error).message;
+    };
+    // the server's own three attempts, not the SDK's on top of them (which opened the breaker on the first call)
+    assert.match(await detail(), /cannot reach the model: connect ECONNREFUSED 127\.0\.0\.1:\d+ \(after 3 attempts\)$/);
+    // the fifth failure in a row opens the breaker during the second call
+    assert.match(await detail(), /cannot reach the model: connect ECONNREFUSED .* \(after 2 attempts\)$/);
+    // open, it still says what failed
+    assert.match(
+      await detail(),
+      /failed 5 times in a row \(the last: cannot reach the model: connect ECONNREFUSED .*\); .*\(circuit open\)$/,
+    );
   });
 
   test("a batch runs items concurrently up to maxConcurrency and returns them in order", async () => {

@@ -108,6 +108,18 @@ def test_retries_stop_after_max_retries(stub: Stub) -> None:
     assert (info.value.status, info.value.code, info.value.request_id) == (502, "X", "r2")
 
 
+def test_upstream_502s_are_not_retried(stub: Stub) -> None:
+    # the server retried the judge's model (or the endpoint) itself before answering: repeating
+    # the call would multiply its attempts and open its circuit breaker on a user's first call
+    for code in ("JUDGE_UNAVAILABLE", "ENDPOINT_UNAVAILABLE"):
+        stub.seen.clear()
+        stub.replies = [Reply(502, {"code": code}, {"retry-after": "0"}), Reply(200, {"score": 1})]
+        c = Gradebox(stub.url, api_key="k", max_retries=2)
+        with pytest.raises(gradebox.GraderRuntimeError) as info:
+            c.graders.grade("g", {"turns": [{"role": "user", "content": "x"}]})
+        assert (info.value.code, len(stub.seen)) == (code, 1)
+
+
 def test_creates_are_not_retried_and_4xx_never(stub: Stub) -> None:
     stub.replies = [Reply(503, {"code": "SANDBOX_UNAVAILABLE"}, {"retry-after": "0"}), Reply(201, {"key": "never"})]
     c = Gradebox(stub.url, api_key="k", max_retries=2)

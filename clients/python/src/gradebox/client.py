@@ -35,8 +35,19 @@ __all__ = ["Gradebox", "Graders", "OnUnavailable", "Secrets"]
 OnUnavailable = Literal["error", "abstain"]
 
 RETRY_STATUS = frozenset({408, 429, 502, 503, 504})
-#: answered with a status worth retrying, but only the operator can change them: a repeat would answer the same
-LASTING_CODES = frozenset({"SECRETS_NOT_CONFIGURED"})
+#: answered with a status worth retrying, but a repeat would not help: only the operator can change
+#: SECRETS_NOT_CONFIGURED, and the server has already retried a judge's model or an endpoint with its
+#: own backoff before answering 502 (repeating it here would multiply the attempts and open the
+#: server's circuit breaker on a user's first call)
+LASTING_CODES = frozenset(
+    {
+        "SECRETS_NOT_CONFIGURED",
+        "JUDGE_UNAVAILABLE",
+        "JUDGE_INVALID_OUTPUT",
+        "ENDPOINT_UNAVAILABLE",
+        "ENDPOINT_INVALID_RESPONSE",
+    }
+)
 DEFAULT_URL = "http://127.0.0.1:8787"
 
 
