@@ -97,6 +97,20 @@ const LASTING_CODES = new Set([
   "ENDPOINT_INVALID_RESPONSE",
 ]);
 
+/** The server's root without trailing slashes; a GradeboxError naming the fix when it is not an http(s) URL. */
+function checkedBaseURL(given: string, fromEnv: boolean): string {
+  const where = fromEnv && env("GRADEBOX_URL") !== undefined ? "GRADEBOX_URL" : "baseURL";
+  let protocol = "";
+  try {
+    protocol = new URL(given).protocol;
+  } catch {}
+  if (protocol !== "http:" && protocol !== "https:") {
+    const guess = /^[\w.-]+(:\d+)?(\/.*)?$/.test(given) ? `; did you mean http://${given}?` : "";
+    throw new GradeboxError(`${where} must be an http:// or https:// URL, not ${JSON.stringify(given)}${guess}`);
+  }
+  return given.replace(/\/+$/, "");
+}
+
 function problemOf(text: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text);
@@ -160,7 +174,7 @@ export class Gradebox {
   private readonly maxRetries: number;
 
   constructor(options: ClientOptions = {}) {
-    this.baseURL = (options.baseURL ?? env("GRADEBOX_URL") ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+    this.baseURL = checkedBaseURL(options.baseURL ?? env("GRADEBOX_URL") ?? "http://127.0.0.1:8787", options.baseURL === undefined);
     this.project = options.project ?? env("GRADEBOX_PROJECT") ?? "default";
     this.apiKey = options.apiKey ?? env("GRADEBOX_API_KEY");
     this.transport = defaultTransport(options.fetch);

@@ -30,7 +30,8 @@ const digest = (text: string) => createHash("sha256").update(text).digest();
 
 /** What a client is told to do without a key: commands that work from wherever it is. */
 export const NO_KEY_HINT =
-  "send `Authorization: Bearer <api key>`. A project's admin makes keys for the team from anywhere with " +
+  "send `Authorization: Bearer <api key>` (the SDKs and the CLI send GRADEBOX_API_KEY, or their apiKey / api_key / --api-key; " +
+  "on the server's host the first make run saved the default project's key to data/default.key). A project's admin makes keys for the team from anywhere with " +
   "`gradebox keys create --server <this server's URL>` (the admin's own key in GRADEBOX_API_KEY); on the server's host, " +
   "`npx gradebox keys create --project <name>` (make run prints the default project's first key)";
 

@@ -133,6 +133,10 @@ const NOT_PUBLIC = "a loopback, private, link-local or metadata address, or anot
  * 2002:7f00:1::); an IPv6 CIDR matches the IPv6 address as written, so Teredo or NAT64 local-use
  * is let through only by its own IPv6 range (`2001::/32`, `64:ff9b:1::/48`).
  */
+/** How the operator allows one refused address: the variable, with the address as its own range. */
+const allowHint = (address: string) =>
+  `the operator can allow it with GRADEBOX_EGRESS_ALLOW (e.g. GRADEBOX_EGRESS_ALLOW=${address}/${isIP(address) === 6 ? 128 : 32} on the server)`;
+
 export function egressPolicy(allow = ""): EgressPolicy {
   const deniedV4 = DENIED_V4.map(([cidr, why]) => ({ ...range(cidr), why }));
   const deniedV6 = DENIED_V6.map(([cidr, why]) => ({ ...range(cidr), why }));
@@ -185,7 +189,7 @@ export function egressPolicy(allow = ""): EgressPolicy {
       const host = rawHost.replace(/^\[|\]$/g, "").toLowerCase();
       if (isIP(host)) {
         const why = hostAllowed(host) ? undefined : refusal(host);
-        if (why) throw new EgressDeniedError(`${host} is ${NOT_PUBLIC} (${why}); the operator can allow it with GRADEBOX_EGRESS_ALLOW`);
+        if (why) throw new EgressDeniedError(`${host} is ${NOT_PUBLIC} (${why}); ${allowHint(host)}`);
         return { address: host, family: isIP(host) === 6 ? 6 : 4 };
       }
       const addresses = await lookup(host, { all: true, verbatim: true });
@@ -194,9 +198,7 @@ export function egressPolicy(allow = ""): EgressPolicy {
         for (const a of addresses) {
           const why = refusal(a.address);
           if (why) {
-            throw new EgressDeniedError(
-              `${host} resolves to ${a.address}, ${NOT_PUBLIC} (${why}); the operator can allow it with GRADEBOX_EGRESS_ALLOW`,
-            );
+            throw new EgressDeniedError(`${host} resolves to ${a.address}, ${NOT_PUBLIC} (${why}); ${allowHint(a.address)}`);
           }
         }
       }

@@ -16,7 +16,9 @@ async function verdict(allow: string, address: string): Promise<string | undefin
     return undefined;
   } catch (error) {
     assert.ok(error instanceof EgressDeniedError, `${address}: ${error}`);
-    assert.match(error.message, /GRADEBOX_EGRESS_ALLOW/);
+    // the refusal says how to allow this one address
+    const range = `${address.replace(/^\[|\]$/g, "").toLowerCase()}/${address.includes(":") ? 128 : 32}`;
+    assert.ok(error.message.endsWith(`(e.g. GRADEBOX_EGRESS_ALLOW=${range} on the server)`), error.message);
     return /\((.*)\); the operator/.exec(error.message)?.[1] ?? error.message;
   }
 }

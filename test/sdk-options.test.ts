@@ -367,3 +367,22 @@ describe("per-request options", () => {
     );
   });
 });
+
+test("a base URL that is not http(s) is refused when the client is made, saying where it came from and the likely fix", () => {
+  assert.throws(() => new Gradebox({ baseURL: "127.0.0.1:8787" }), {
+    name: "GradeboxError",
+    message: 'baseURL must be an http:// or https:// URL, not "127.0.0.1:8787"; did you mean http://127.0.0.1:8787?',
+  });
+  assert.throws(() => new Gradebox({ baseURL: "ftp://example.com" }), {
+    message: /^baseURL must be an http:\/\/ or https:\/\/ URL, not "ftp:\/\/example.com"$/,
+  });
+  const saved = process.env.GRADEBOX_URL;
+  process.env.GRADEBOX_URL = "localhost:9000";
+  try {
+    assert.throws(() => new Gradebox(), { message: /^GRADEBOX_URL must be .*did you mean http:\/\/localhost:9000\?$/ });
+  } finally {
+    if (saved === undefined) delete process.env.GRADEBOX_URL;
+    else process.env.GRADEBOX_URL = saved;
+  }
+  assert.equal(new Gradebox({ baseURL: "https://gradebox.example.com/" }).baseURL, "https://gradebox.example.com");
+});
