@@ -150,14 +150,17 @@ export function caret(source: string, line: number, column = 1, indent = "  "): 
 
 /**
  * A server message in the command line's words: its hints name HTTP requests (`PUT …/lock
- * {"locked": false}`), the command names the command that does it; a sample's 0-based index in
+ * {"locked": false}`, `POST /v1/projects/p/models`, grade-batch's groupBy), the command names
+ * the command that does it; a sample's 0-based index in
  * the API is numbered from 1 here, as the lines of the --samples file.
  */
 export function cliWords(message: string, body: Record<string, unknown> = {}): string {
   const key = /grader "([^"]+)"/.exec(message)?.[1] ?? "KEY";
   let text = message
     .replace(/\(PUT …\/lock \{"locked": false\}\)/g, `(gradebox unlock ${key})`)
-    .replace(/\(POST …\/release\)/g, `(gradebox release ${key})`);
+    .replace(/\(POST …\/release\)/g, `(gradebox release ${key})`)
+    .replace(/\(POST \/v1\/projects\/[^/\s)]+\/models\)/g, "(gradebox models create)")
+    .replace(/\(grade-batch's groupBy or groups\)/g, "(gradebox grade --threads FILE --group-by FIELD)");
   if (body.check === "test_run" && typeof body.index === "number") {
     const index = body.index;
     text = text.replace(new RegExp(`\\bsample ${index}\\b`, "g"), `sample ${index + 1}`);

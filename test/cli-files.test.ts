@@ -177,6 +177,12 @@ export async function gradeGroup(threads: StringThread[]) {
   const pushed = await gradebox("push", "ranked.ts");
   assert.equal(pushed.code, 0, pushed.stderr);
   assert.match(pushed.stdout, /^✓ created ranked \(version 1\) in typescript\n$/);
+  // without groups it is refused, in the command line's words
+  const ungrouped = await gradebox("grade", "ranked", "--threads", "ranked.jsonl");
+  assert.equal(ungrouped.code, 1);
+  assert.match(ungrouped.stderr, /GROUP_REQUIRED: .*\(gradebox grade --threads FILE --group-by FIELD\)/);
+  const noModel = await gradebox("judge", "create", "binary", "j", "--model", "nope", "--criteria", "answers");
+  assert.match(noModel.stderr, /MODEL_NOT_FOUND: no model "nope" in project "files"; register it first \(gradebox models create\)/);
   const graded = await gradebox("grade", "ranked", "--threads", "ranked.jsonl", "--group-by", "q", "--json");
   assert.equal(graded.code, 0, graded.stderr);
   assert.deepEqual(
