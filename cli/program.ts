@@ -13,6 +13,7 @@ import {
   LANGUAGES,
   type Language,
   languageOfFile,
+  NotFoundError,
   type OnUnavailable,
   type Sample,
   type UpdateResult,
@@ -100,8 +101,15 @@ async function pushOne(g: FileGrader, language: Language | undefined, samples: S
   const update = () => graders.update({ graderKey: key, source, language, description: opts.description, samples, dryRun: opts.dryRun });
   let result: GraderWithSource & Partial<UpdateResult>;
   let created = false;
-  if (opts.dryRun) result = await update();
-  else {
+  if (opts.dryRun) {
+    result = await update().catch((error: unknown) => {
+      if (error instanceof NotFoundError && error.code === "GRADER_NOT_FOUND") {
+        // nothing to compare a new grader's samples against: test is the dry run of a first push
+        error.message = `${error.message}; --dry-run checks a new version of an existing grader: to check a new one, run \`gradebox test FILE\``;
+      }
+      throw error;
+    });
+  } else {
     result = await graders.create.function({ key, source, language, description: opts.description ?? "", samples }).then(
       (g) => {
         created = true;

@@ -174,6 +174,13 @@ export async function gradeGroup(threads: StringThread[]) {
   const source = readFileSync(join(project, "ranked.ts"), "utf8");
   assert.equal((await sdk.graders.validate({ source })).shape, "group");
   assert.equal((await sdk.graders.validate({ source: `${source}\nexport async function grade(t) { return 1; }\n` })).shape, "both");
+  // a dry run compares a new version with the stored one: for a key not yet stored, test is the dry run
+  const dry = await gradebox("push", "ranked.ts", "--dry-run");
+  assert.equal(dry.code, 1);
+  assert.match(
+    dry.stderr,
+    /GRADER_NOT_FOUND: .*--dry-run checks a new version of an existing grader: to check a new one, run `gradebox test FILE`/,
+  );
   const pushed = await gradebox("push", "ranked.ts");
   assert.equal(pushed.code, 0, pushed.stderr);
   assert.match(pushed.stdout, /^✓ created ranked \(version 1\) in typescript\n$/);
