@@ -4,11 +4,15 @@
 // without stopping the run, and a summary at the end (sdk/summary.ts, computed here from the
 // results). A line may be a Gradebox thread, an OpenAI chat line or a TRL line
 // (sdk/thread-formats.ts); stderr says which formats the file holds. With a group field, a
-// group's lines must be next to each other: a request is cut only between groups.
+// group's lines must be next to each other: a request is cut only between groups. `-` reads the
+// threads from stdin, spooled to a temporary file first (the file is read twice: counted, then sent).
 
 import { once } from "node:events";
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream, createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { pipeline } from "node:stream/promises";
 import { type Outcomeish, summarize, textHistogram } from "../sdk/summary.ts";
 import type { WireThread } from "../sdk/thread.ts";
 import { FormatTracker, type ReadLine, readThreadText } from "../sdk/thread-formats.ts";
@@ -97,6 +101,18 @@ export interface GradeFileOptions {
  * where its line was). A file that cannot be read or written is a usage error (exit 2).
  */
 export async function gradeFile(send: SendChunk, opts: GradeFileOptions): Promise<Summary> {
+  if (opts.threads !== "-") return gradePath(send, opts);
+  const dir = mkdtempSync(join(tmpdir(), "gradebox-stdin-"));
+  try {
+    const spooled = join(dir, "threads.jsonl");
+    await pipeline(process.stdin, createWriteStream(spooled));
+    return await gradePath(send, { ...opts, threads: spooled });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function gradePath(send: SendChunk, opts: GradeFileOptions): Promise<Summary> {
   await checkReadable(opts.threads);
   const out = opts.out ? createWriteStream(opts.out) : undefined;
   if (out) await once(out, "open").catch((error: NodeJS.ErrnoException) => usageError(cannotWrite(opts.out as string, error)));

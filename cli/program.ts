@@ -307,7 +307,7 @@ export function clientProgram(): Command {
     .addOption(languageOption())
     .option(
       "-t, --threads <jsonl>",
-      "threads to grade, one per line: Gradebox threads, OpenAI chat lines or TRL prompt-completion lines; streamed in chunks, any size",
+      "threads to grade, one per line (- reads stdin): Gradebox threads, OpenAI chat lines or TRL prompt-completion lines; streamed in chunks, any size",
     )
     .addOption(metadataColumnsOption())
     .action(async (file: string, opts: ApiOptions & { language?: Language; threads?: string; metadataColumns?: string[] }) => {
@@ -388,7 +388,7 @@ export function clientProgram(): Command {
     .option("--thread <json>", "one thread {turns: [{role, content}], metadata?}: inline JSON (starting with {), or a file holding it")
     .option(
       "--threads <jsonl>",
-      "a JSONL file of Gradebox threads, OpenAI chat lines or TRL prompt-completion lines, streamed in batches; exits 1 when any line failed",
+      "a JSONL file (- reads stdin) of Gradebox threads, OpenAI chat lines or TRL prompt-completion lines, streamed in batches; exits 1 when any line failed",
     )
     .addOption(metadataColumnsOption())
     .option("-o, --out <jsonl>", "write one result per line here (default: stdout)")

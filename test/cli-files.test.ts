@@ -36,10 +36,16 @@ after(async () => {
 
 /** gradebox in the project directory: its output and exit code (never throws). */
 function gradebox(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return gradeboxWithInput(undefined, ...args);
+}
+
+/** gradebox with `input` on its stdin (closed at once when undefined). */
+function gradeboxWithInput(input: string | undefined, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: project, env }, (error, stdout, stderr) =>
+    const child = execFile(process.execPath, [join(repoRoot, "bin/gradebox.js"), ...args], { cwd: project, env }, (error, stdout, stderr) =>
       resolve({ stdout, stderr, code: error ? (typeof error.code === "number" ? error.code : 1) : 0 }),
     );
+    child.stdin?.end(input ?? "");
   });
 }
 
@@ -190,6 +196,24 @@ export async function gradeGroup(threads: StringThread[]) {
   assert.match(ungrouped.stderr, /GROUP_REQUIRED: .*\(gradebox grade --threads FILE --group-by FIELD\)/);
   const noModel = await gradebox("judge", "create", "binary", "j", "--model", "nope", "--criteria", "answers");
   assert.match(noModel.stderr, /MODEL_NOT_FOUND: no model "nope" in project "files"; register it first \(gradebox models create\)/);
+  // the same threads piped in: --threads - reads stdin
+  const piped = await gradeboxWithInput(
+    readFileSync(join(project, "ranked.jsonl"), "utf8"),
+    "grade",
+    "ranked",
+    "--threads",
+    "-",
+    "--group-by",
+    "q",
+  );
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.deepEqual(
+    jsonl(piped.stdout).map((r) => [r.line, r.score]),
+    [
+      [1, 1],
+      [2, 0],
+    ],
+  );
   const graded = await gradebox("grade", "ranked", "--threads", "ranked.jsonl", "--group-by", "q", "--json");
   assert.equal(graded.code, 0, graded.stderr);
   assert.deepEqual(
