@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
+import { MAX_TRIMS, responseOf } from "../server/trainers/openrlhf.ts";
 import { call, startServer, type TestServer } from "./support/helpers.ts";
 import { type Attempt, openRlhfFetchRewards, pythonJsonDumps } from "./support/trainers.ts";
 
@@ -278,4 +279,12 @@ describe("POST /rm/:token, as OpenRLHF calls it", () => {
       "short still scored: exact abstained and was left out",
     );
   });
+});
+
+test("end-of-turn markers: two are trimmed, and a run of a one-character stop string is trimmed at most MAX_TRIMS times", () => {
+  const options = { strip: "none" as const, stopStrings: ["<|im_end|>", "<|endoftext|>", "a"] };
+  assert.equal(responseOf("4<|im_end|><|endoftext|>", "", options).response, "4");
+  // 1,000,000 characters of a stop string: a bounded number of trims, not one pass over the list per character
+  const run = "x".concat("a".repeat(1_000_000));
+  assert.equal(responseOf(run, "", options).response.length, run.length - MAX_TRIMS);
 });

@@ -51,6 +51,9 @@ function endOfPromptLoosely(query: string, prompt: string): number | undefined {
   return q;
 }
 
+/** End-of-turn markers trimmed from one response at most: real completions end with one or two. */
+export const MAX_TRIMS = 8;
+
 /** The response in `query`: the prompt cut from its front, the end-of-turn markers from its end. */
 export function responseOf(
   query: string,
@@ -67,11 +70,14 @@ export function responseOf(
       else response = query.slice(end);
     }
   }
-  // repeatedly: a completion may end with two markers (<|im_end|> then <|endoftext|>)
-  for (let trimmed = true; trimmed; ) {
+  // repeatedly: a completion may end with two markers (<|im_end|> then <|endoftext|>); at most
+  // MAX_TRIMS of them, so that a one-character stop string over a 10 MB run of it costs nothing
+  let trims = 0;
+  for (let trimmed = true; trimmed && trims < MAX_TRIMS; ) {
     trimmed = false;
     for (const stop of options.stopStrings) {
-      if (response.endsWith(stop)) {
+      if (trims < MAX_TRIMS && response.endsWith(stop)) {
+        trims++;
         response = response.slice(0, -stop.length);
         trimmed = true;
       }
