@@ -3,6 +3,7 @@
 // are combined with gradebox/graders' rules. A part that abstains is left out and the others'
 // weights renormalised (Adaptive's CombinedGrader); when every part abstains, so does the item.
 
+import { MAX_RESULT } from "../sandbox/protocol/replies.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import { combine, combineAll, combineAny, type SubScoreInput } from "../sdk/graders.ts";
 import type { WireThread } from "../sdk/thread.ts";
@@ -13,6 +14,34 @@ function subscore(part: ResolvedPart, outcome: Extract<GradeOutcome, { score: nu
   return { name: part.name, score: outcome.score, weight: part.weight, ...(Object.keys(metadata).length ? { metadata } : {}) };
 }
 
+/** A subscore list without its parts' metadata (nested lists of `any`/`all` too). */
+function withoutMetadata(list: readonly unknown[]): unknown[] {
+  return list.map((s) => {
+    if (s === null || typeof s !== "object") return s;
+    const { metadata: _dropped, children, ...rest } = s as Record<string, unknown>;
+    return Array.isArray(children) ? { ...rest, children: withoutMetadata(children) } : rest;
+  });
+}
+
+/**
+ * A combined result is held to a result's bound (MAX_RESULT characters of JSON) like any other:
+ * 64 parts each keeping 16 KiB of metadata made one thread's result 1 MB, and a batch's answer
+ * 263 MB. Past the bound the parts' metadata is left out (their names, scores and weights stay).
+ */
+function bounded(outcome: GradeOutcome): GradeOutcome {
+  if (!("score" in outcome) || !outcome.subscores) return outcome;
+  const size = JSON.stringify(outcome).length;
+  if (size <= MAX_RESULT) return outcome;
+  return {
+    ...outcome,
+    subscores: withoutMetadata(outcome.subscores),
+    metadata: {
+      ...outcome.metadata,
+      partsMetadata: `left out: with it this result was ${size} characters of JSON, past the ${MAX_RESULT} a result may be`,
+    },
+  };
+}
+
 export async function gradeCombined(
   gradePart: (part: ResolvedPart, threads: readonly WireThread[]) => Promise<GradeOutcome[]>,
   mode: CombineMode,
@@ -20,7 +49,9 @@ export async function gradeCombined(
   threads: readonly WireThread[],
 ): Promise<GradeOutcome[]> {
   const perPart = await Promise.all(parts.map((p) => gradePart(p, threads)));
-  return Array.from({ length: threads.length }, (_, i): GradeOutcome => {
+  return Array.from({ length: threads.length }, (_, i): GradeOutcome => bounded(combineItem(i)));
+
+  function combineItem(i: number): GradeOutcome {
     const subscores: SubScoreInput[] = [];
     const abstained: Array<{ name: string; code: string; reason: string }> = [];
     for (const [k, part] of parts.entries()) {
@@ -61,5 +92,5 @@ export async function gradeCombined(
     }
     const collapsed = (mode === "any" ? combineAny : combineAll)(subscores, { bounded: false });
     return { score: collapsed.score, subscores: collapsed.children, ...skipped };
-  });
+  }
 }

@@ -218,6 +218,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       200: {
         valid: true,
         warnings: [],
+        shape: "thread",
         results: [
           { outcome: "scored", score: 1 },
           { outcome: "scored", score: 0 },

@@ -14,6 +14,7 @@ import { type Grouping, inGroupOrder, inRequestOrder } from "./groups.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
 import type { Metrics } from "./metrics.ts";
+import { RequestWork } from "./request-work.ts";
 import { type Provenance, provenanceOf } from "./results.ts";
 import { type GraderRow, type ResolvedPart, sandboxId } from "./store/graders.ts";
 import type { Store } from "./store.ts";
@@ -131,11 +132,15 @@ export class Grading {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
     const { grouping, deadlineAt } = run;
     const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
+    const timeout = deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now())));
+    const stops = [timeout, run.clientGone].filter((x): x is AbortSignal => x !== undefined);
     const options: PartRun = {
       deadlineAt,
       groups: grouping?.sizes,
-      deadline: deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now()))),
+      deadline: stops.length > 1 ? AbortSignal.any(stops) : stops[0],
       onUnavailable: run.onUnavailable ?? "error",
+      // every part of a combined grader draws on the one request's budgets
+      work: new RequestWork(),
     };
     const outcomes = await this.gradeOrdered(row, code, ordered, options);
     return grouping ? inRequestOrder(outcomes, grouping) : outcomes;
@@ -192,6 +197,8 @@ export interface GradeRun {
   grouping?: Grouping;
   /** a judge's model or an endpoint that does not answer: the thread's error (default) or an abstention */
   onUnavailable?: "error" | "abstain";
+  /** aborted when the client went away: the model and endpoint calls not yet made are not made */
+  clientGone?: AbortSignal;
 }
 
 /** What every part of one grading gets: the deadline (as a time and as a signal for outbound calls) and the group sizes. */

@@ -5,6 +5,7 @@
 
 import type { GradeErrorCode } from "../sandbox/validate/checks.ts";
 import { egressDenial } from "./egress.ts";
+import type { RequestWork } from "./request-work.ts";
 
 export type FailureKind = "unavailable" | "invalid" | "denied";
 
@@ -256,7 +257,10 @@ export class DeadlineError extends Error {
 
 /** What a batch's outbound grading (judges, endpoints) may be given: the deadline's signal. */
 export interface OutboundOptions {
+  /** the batch's deadline, or its client going away: calls not yet made are not made */
   deadline?: AbortSignal;
+  /** the request's budgets of tenant-defined work on the event loop, shared by every part (request-work.ts) */
+  work?: RequestWork;
 }
 
 export const deadlineAbstention = () => ({

@@ -193,3 +193,38 @@ describe("combined graders", () => {
     await client.graders.delete({ graderKey: "short" }); // no longer in use
   });
 });
+
+test("a combined result is held to a result's 16 KiB: past it the parts' metadata is left out, their scores kept", async () => {
+  await client.graders.create.function({
+    key: "padded",
+    source: 'async function grade(t) { return { score: 0.5, reason: "padded", metadata: { pad: "x".repeat(10000) } }; }',
+  });
+  await client.graders.create.combined({
+    key: "padded-thrice",
+    mode: "weighted",
+    graders: [
+      { graderKey: "padded", name: "a" },
+      { graderKey: "padded", name: "b" },
+      { graderKey: "padded", name: "c" },
+    ],
+  });
+  const { results } = await client.graders.gradeBatch({ graderKey: "padded-thrice", threads: [t("x"), t("y")] });
+  for (const r of results) {
+    assert.equal(r.outcome, "scored");
+    if (r.outcome !== "scored") continue;
+    assert.equal(r.score, 0.5);
+    assert.ok(JSON.stringify(r).length <= 16 * 1024, `${JSON.stringify(r).length} characters`);
+    assert.deepEqual(
+      (r.subscores as Array<{ name: string; score: number; metadata?: unknown }>).map((x) => [x.name, x.score, x.metadata]),
+      [
+        ["a", 0.5, undefined],
+        ["b", 0.5, undefined],
+        ["c", 0.5, undefined],
+      ],
+    );
+    assert.match(String(r.metadata?.partsMetadata), /^left out: with it this result was \d+ characters of JSON, past the 16384/);
+  }
+  // one part alone keeps its metadata: it is within the bound
+  const [alone] = (await client.graders.gradeBatch({ graderKey: "padded", threads: [t("x")] })).results;
+  assert.equal(alone.outcome === "scored" && String(alone.metadata?.pad).length, 10000);
+});

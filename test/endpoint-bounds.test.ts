@@ -211,6 +211,30 @@ describe("the metadata schema's check is metered", () => {
     assert.equal(await metric(/^gradebox_endpoint_schema_units_total\{endpoint="bounds\/batchbudget"\}/), 4_000_001);
   });
 
+  test("a combined grader's parts share the request's budget: two parts cost what one batch may, not twice it", async () => {
+    await endpoint("shared", { properties: { xs: { items: { not: { type: "string" } } } } });
+    const combined = await call(s.app, "POST", `${P}/graders/combined`, {
+      key: "shared-twice",
+      mode: "weighted",
+      graders: [
+        { graderKey: "shared", name: "a" },
+        { graderKey: "shared", name: "b" },
+      ],
+    });
+    assert.equal(combined.status, 201, JSON.stringify(combined.body));
+    // 900,000 units a thread: one part's three threads fit the batch budget (2.7 M of 4 M), two parts' do not
+    const heavy = thread({ xs: new Array(450_000).fill(0) });
+    const results = await grade("shared-twice", [heavy, heavy, heavy]);
+    assert.equal(results[0].score, 0.5, JSON.stringify(results[0]));
+    const last = results[2];
+    assert.equal(last.error?.code, "COMPONENT_FAILED", JSON.stringify(last));
+    assert.match(last.error?.message ?? "", /took more than 4000000 units of work in all/);
+    // the request's checks stopped at the budget, however many parts it has
+    const units = await metric(/^gradebox_endpoint_schema_units_total\{endpoint="bounds\/shared"\}/);
+    // each part that stops charges the one unit past the budget that stopped it
+    assert.ok(units > 3_000_000 && units <= 4_000_002, `${units} units`);
+  });
+
   test("a normal schema: metadata that fits is graded, the rest refused in ajv's words", async () => {
     await endpoint("normal", {
       type: "object",

@@ -399,6 +399,26 @@ describe("failures, retries, breaker, concurrency", () => {
     );
   });
 
+  test("a combined grader's judge parts share the request's prompt budget: past 16,000,000 characters in all, the rest are not sent", async () => {
+    const parts = Array.from({ length: 6 }, (_, k) => ({ graderKey: "polite", name: `p${k}` }));
+    const created = await call(s.app, "POST", `${P}/graders/combined`, { key: "six-judges", mode: "weighted", graders: parts });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    // 5 threads of 600,000 characters: one part's prompts are 3 M characters, six parts' 18 M
+    const threads = Array.from({ length: 5 }, () => qa("a".repeat(600_000)));
+    const r = await call(s.app, "POST", `${P}/graders/six-judges/grade-batch`, { threads });
+    assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+    const failed = (r.body.results as Array<{ outcome: string; error?: { code: string; message: string } }>).filter(
+      (x) => x.outcome === "error",
+    );
+    assert.ok(failed.length > 0, "some threads went past the budget");
+    for (const f of failed) {
+      assert.equal(f.error?.code, "COMPONENT_FAILED");
+      assert.match(f.error?.message ?? "", /the judge prompts of this request would pass 16,000,000 characters in all/);
+    }
+    // at most the budget's worth of prompts reached the model: 16 M / 600 K
+    assert.ok(fake.requests.length <= 26, `${fake.requests.length} prompts sent`);
+  });
+
   test("a batch runs items concurrently up to maxConcurrency and returns them in order", async () => {
     fake.on(/item-/, (req) => ({ json: { reasoning: req.prompt.match(/item-\d+/)?.[0], verdict: "PASS" }, delayMs: 30 }));
     const threads = Array.from({ length: 24 }, (_, i) => qa(`item-${i}`));

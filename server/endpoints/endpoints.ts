@@ -173,12 +173,12 @@ export class Endpoints {
     return handle;
   }
 
-  async grade(target: EndpointTarget, threads: readonly WireThread[], { deadline }: OutboundOptions = {}): Promise<GradeOutcome[]> {
+  async grade(target: EndpointTarget, threads: readonly WireThread[], { deadline, work }: OutboundOptions = {}): Promise<GradeOutcome[]> {
     const { spec } = target;
     const { upstream, check, socket } = this.handle(target);
     const label = `${target.project}/${target.key}`;
     const outcomes: GradeOutcome[] = new Array(threads.length);
-    const pending = check ? await this.checkMetadata(target, check, threads, outcomes) : threads.map((_, i) => i);
+    const pending = check ? await this.checkMetadata(target, check, threads, outcomes, work?.schema) : threads.map((_, i) => i);
     const size = spec.batch ? spec.batchSize : 1;
     if (socket) {
       const calls: Array<Promise<void>> = [];
@@ -299,8 +299,9 @@ export class Endpoints {
   }
 
   /**
-   * Checks each thread's metadata against the endpoint's schema under one meter for the batch;
-   * answers the indexes that passed. A thread refused gets INVALID_METADATA; a check over budget
+   * Checks each thread's metadata against the endpoint's schema under one meter for the batch
+   * (the request's, shared by every part of a combined grader, when there is one); answers the
+   * indexes that passed. A thread refused gets INVALID_METADATA; a check over budget
    * is the endpoint's fault (its schema, the tenant's metadata): recorded once, and the rest of
    * the batch fails without being checked.
    */
@@ -309,17 +310,19 @@ export class Endpoints {
     check: MetadataCheck,
     threads: readonly WireThread[],
     outcomes: GradeOutcome[],
+    meter = new SchemaMeter(),
   ): Promise<number[]> {
-    const meter = new SchemaMeter();
     const counts = { ok: 0, refused: 0, over_budget: 0, not_checked: 0 };
     const pending: number[] = [];
     let blown: string | undefined;
+    // this part's own units (the meter may be the request's, which other parts charge between yields)
+    let spent = 0;
     let yielded = 0;
     for (let i = 0; i < threads.length; i++) {
       // a batch's budget is a few threads' worth: other requests get the event loop in between
-      if (meter.units - yielded >= meter.perThread) {
+      if (spent - yielded >= meter.perThread) {
         await new Promise(setImmediate);
-        yielded = meter.units;
+        yielded = spent;
       }
       if (blown) {
         outcomes[i] = { error: { code: "INVALID_METADATA", message: blown } };
@@ -328,9 +331,11 @@ export class Endpoints {
       }
       meter.startThread();
       let problem: string | undefined;
+      const at = meter.units;
       try {
         problem = check(threads[i].metadata ?? {}, meter);
       } catch (error) {
+        spent += meter.units - at;
         if (!(error instanceof SchemaBudgetExceeded)) throw error;
         outcomes[i] = { error: { code: "INVALID_METADATA", message: overBudget(error) } };
         counts.over_budget++;
@@ -338,6 +343,7 @@ export class Endpoints {
         this.options.onFault?.(target.id, `its metadata schema check went over its ${error.scope} budget of ${error.limit} units`);
         continue;
       }
+      spent += meter.units - at;
       if (problem) {
         outcomes[i] = { error: { code: "INVALID_METADATA", message: `the endpoint's metadata schema refuses it: ${problem}` } };
         counts.refused++;
@@ -346,7 +352,7 @@ export class Endpoints {
         counts.ok++;
       }
     }
-    this.metrics.endpointSchemaCheck(`${target.project}/${target.key}`, meter.units, counts);
+    this.metrics.endpointSchemaCheck(`${target.project}/${target.key}`, spent, counts);
     return pending;
   }
 

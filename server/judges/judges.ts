@@ -7,6 +7,7 @@ import type { GradeOutcome } from "../../sandbox/validate/checks.ts";
 import type { WireThread } from "../../sdk/thread.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";
+import { PROMPTS_OVER_BUDGET, type RequestWork } from "../request-work.ts";
 import { DeadlineError, deadlineAbstention, itemErrorOf, type OutboundOptions, outcomeLabel, UpstreamError } from "../upstream.ts";
 import {
   type Ask,
@@ -22,7 +23,7 @@ import {
 import { type ChatMessage, ModelClient, type Usage } from "./model-client.ts";
 import { firstJsonObject } from "./reply.ts";
 import type { JudgeSpec, ModelRow } from "./spec.ts";
-import { BUDGET_TEXT, type CompiledTemplate, TemplateError } from "./template.ts";
+import { BUDGET_TEXT, type CompiledTemplate, MAX_PROMPT_CHARS, TemplateError } from "./template.ts";
 
 /** A judge grader as grading needs it. */
 export interface JudgeTarget {
@@ -108,7 +109,7 @@ export class Judges {
     return true;
   }
 
-  async grade(target: JudgeTarget, threads: readonly WireThread[], { deadline }: OutboundOptions = {}): Promise<GradeOutcome[]> {
+  async grade(target: JudgeTarget, threads: readonly WireThread[], { deadline, work }: OutboundOptions = {}): Promise<GradeOutcome[]> {
     const client = await this.client(target.modelId);
     const label = `${target.project}/${client.spec.key}`;
     // a template that blew its budget once fails the rest of the batch without rendering again
@@ -122,9 +123,17 @@ export class Judges {
             const ask = this.asker(client, label, usage, deadline);
             try {
               const { spec } = target;
+              // a prompt holds the thread's text: its size is known before any prompt is built
+              const chars = threadChars(thread);
+              if (spec.type !== "binary" && chars > MAX_PROMPT_CHARS) {
+                throw new ThreadUnfit(
+                  `the thread is ${chars} characters; a judge sends a model at most ${BUDGET_TEXT} characters of prompt`,
+                );
+              }
+              if (work && !work.takePrompt(chars)) return { error: { code: "GRADER_ERROR", message: PROMPTS_OVER_BUDGET } };
               const scored =
                 spec.type === "binary"
-                  ? await gradeBinary(ask, binaryPrompt(spec, this.template(target), thread))
+                  ? await gradeBinary(ask, this.rendered(binaryPrompt(spec, this.template(target), thread), chars, work))
                   : spec.type === "prebuilt"
                     ? await gradePrebuilt(ask, spec, thread)
                     : await gradeRubric(ask, spec, rubricPrompt(spec, thread));
@@ -152,6 +161,13 @@ export class Judges {
           }),
       ),
     );
+  }
+
+  /** A binary judge's rendered prompt, its size past the thread's taken from the request's budget (a template may repeat the thread). */
+  private rendered(messages: ChatMessage[], taken: number, work: RequestWork | undefined): ChatMessage[] {
+    const extra = messages.reduce((n, m) => n + m.content.length, 0) - taken;
+    if (work && extra > 0 && !work.takePrompt(extra)) throw new PromptsOverBudget();
+    return messages;
   }
 
   /** Asks for JSON, re-asks once on an unreadable reply, and meters every call. */
@@ -204,7 +220,14 @@ const isWrong = (v: unknown): v is { wrong: string } => v !== null && typeof v =
 const metricsInvalid = (metrics: Metrics, label: string) => metrics.judgeCall(label, "invalid_output");
 
 /** Why a judge could not grade an item: its model, its template on this thread, or the thread. */
+/** The request's prompt budget ran out before this thread's prompt could be sent. */
+class PromptsOverBudget extends Error {}
+
+/** Characters of a thread's turns: what any prompt made of it holds at least once. */
+const threadChars = (thread: WireThread) => thread.turns.reduce((n, t) => n + t.content.length, 0);
+
 export function judgeItemError(error: unknown): ItemError {
+  if (error instanceof PromptsOverBudget) return { code: "GRADER_ERROR", message: PROMPTS_OVER_BUDGET };
   if (error instanceof TemplateError) {
     return {
       code: "GRADER_ERROR",

@@ -11,6 +11,7 @@ import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import { groupsOf } from "../groups.ts";
 import { named } from "../openapi.ts";
+import { clientGone } from "../request-work.ts";
 import { refuseGroupOnly, toResults } from "../results.ts";
 import {
   BatchSummary,
@@ -373,12 +374,13 @@ export async function graderRoutes(
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const started = performance.now();
       const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, [req.body.thread], {
         version: req.body.version,
         ...(req.body.onUnavailable ? { onUnavailable: req.body.onUnavailable } : {}),
         route: "grade",
+        clientGone: clientGone(reply.raw),
       });
       refuseGroupOnly(outcomes);
       const [outcome] = outcomes;
@@ -460,6 +462,7 @@ export async function graderRoutes(
       const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, threads, {
         version: req.body.version,
         route: "grade-batch",
+        clientGone: clientGone(reply.raw),
         ...(deadlineAt === undefined ? {} : { deadlineAt }),
         ...(grouping ? { grouping } : {}),
         ...(onUnavailable ? { onUnavailable } : {}),

@@ -8,6 +8,7 @@ import type { WireThread } from "../../sdk/thread.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
+import { clientGone } from "../request-work.ts";
 import { refuseGroupOnly } from "../results.ts";
 import type { Store } from "../store.ts";
 import { authenticateToken, grantOf } from "../token-auth.ts";
@@ -21,7 +22,7 @@ export async function openRlhfRoutes(
   const Body = requestSchema(config);
   fastify.addHook("onRequest", authenticateToken(store.cache));
 
-  fastify.post("/rm/:token", { schema: { hide: true } }, async (req) => {
+  fastify.post("/rm/:token", { schema: { hide: true } }, async (req, reply) => {
     const grant = grantOf(req);
     const options = withOverrides(grant.options, req.query);
     const parsed = Body.safeParse(req.body);
@@ -39,7 +40,10 @@ export async function openRlhfRoutes(
     const { threads, promptMismatch } = threadsOf(body, options, config);
     const graded = threads.filter((t): t is WireThread => !isRefused(t));
     const outcomes =
-      graded.length === 0 ? [] : (await grading.gradeByKey(grant.project, grant.grader, graded, { route: "grade-batch" })).outcomes;
+      graded.length === 0
+        ? []
+        : (await grading.gradeByKey(grant.project, grant.grader, graded, { route: "grade-batch", clientGone: clientGone(reply.raw) }))
+            .outcomes;
     refuseGroupOnly(outcomes);
     let next = 0;
     const all = threads.map((t) => (isRefused(t) ? t : outcomes[next++]));
