@@ -7,7 +7,7 @@
 // `let a;` parse for minutes. Its command line prints only the first error (--log-limit=1); its
 // process is killed at the deadline, and RLIMIT_DATA (Go's heap and goroutine stacks are data
 // mappings) stops it at COMPILE_MEMORY_MB, where sources that nest deep without a bracket
-// (60 000 `a=`, `a.b`, `!` or labels) otherwise take 0.2–1 GB. A compile costs 5–15 ms of
+// (60 000 `a=`, `a.b`, `!` or labels) otherwise take 0.1–0.9 GB. A compile costs 5–15 ms of
 // process start over the service's 1.5 ms, once per program (ScriptRunner keeps it).
 
 import { spawnSync } from "node:child_process";
