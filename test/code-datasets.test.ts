@@ -48,6 +48,9 @@ before(async () => {
   await create({ key: "js", languages: ["javascript"] });
   await create({ key: "ts", languages: ["typescript", "javascript"] });
   await create({ key: "tight", limits: { cpuMs: 1000, outputBytes: 1024 } });
+  // the security report's grader; and one whose compile deadline is its floor, 500 ms
+  await create({ key: "cg-ts", languages: ["typescript"], limits: { cpuMs: 2000 } });
+  await create({ key: "cg-quick", languages: ["typescript", "javascript"], limits: { cpuMs: 100 } });
 });
 after(() => s?.close());
 
@@ -272,5 +275,49 @@ describe("output the tests expect", () => {
     ]);
     assert.deepEqual([tsImport.score, jsImport.score, jsExport.score], [1, 1, 1], JSON.stringify([tsImport, jsImport, jsExport]));
     assert.match(broken.metadata?.results[0].message ?? "", /^SyntaxError: .*\(program line 1, column \d+\)/);
+  });
+});
+
+describe("a program esbuild cannot compile cheaply", () => {
+  test("is a syntax_error scoring 0, within the compile's bounds; no worker is replaced", async () => {
+    const restartsBefore = await restarts();
+    const dashes = (n: number) => `const f = ${"-".repeat(n)} 1;\nconsole.log(1)\n`;
+    // the report: each item was GRADER_MEMORY_LIMIT ("exceeded the 64 MB memory limit"), its worker replaced
+    const reported = await gradeBatch("cg-ts", [
+      thread(fence("ts", dashes(30_000)), SUM_ROW),
+      thread(fence("ts", dashes(60_000)), SUM_ROW),
+      thread(
+        fence("ts", "const [a, b] = require('fs').readFileSync(0, 'utf8').split(' ').map(Number);\nconsole.log(a + b as number);"),
+        SUM_ROW,
+      ),
+    ]);
+    assert.deepEqual(
+      reported.map((r) => [r.outcome, r.score, verdicts(r)]),
+      [
+        ["scored", 0, ["syntax_error", "syntax_error"]],
+        ["scored", 0, ["syntax_error", "syntax_error"]],
+        ["scored", 1, ["accepted", "accepted"]],
+      ],
+      JSON.stringify(reported),
+    );
+    assert.match(reported[0].metadata?.results[0].message ?? "", /^SyntaxError: Invalid assignment target \(program line 1, column \d+\)$/);
+    const costly = await gradeBatch("cg-quick", [
+      // past the deadline: `a<a<…` in TypeScript, one name declared 20 000 times
+      thread(fence("ts", `const f = ${"a<".repeat(60_000)}a;`), SUM_ROW),
+      thread(fence("ts", "let a;".repeat(20_000)), SUM_ROW),
+      // JavaScript with ES module syntax takes the same path
+      thread(fence("js", `import fs from 'fs';\n${dashes(30_000)}`), SUM_ROW),
+    ]);
+    assert.deepEqual(
+      costly.map((r) => [r.outcome, r.score, verdicts(r)]),
+      Array(3).fill(["scored", 0, ["syntax_error", "syntax_error"]]),
+      JSON.stringify(costly),
+    );
+    assert.match(
+      costly[0].metadata?.results[0].message ?? "",
+      /^SyntaxError: the TypeScript program took longer than 500 ms to compile; simplify it/,
+    );
+    assert.match(costly[2].metadata?.results[0].message ?? "", /^SyntaxError: Invalid assignment target \(program line 2, column \d+\)$/);
+    assert.equal(await restarts(), restartsBefore, "no worker was replaced");
   });
 });

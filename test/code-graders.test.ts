@@ -284,6 +284,27 @@ describe("the SandboxFusion-compatible route, as verl calls it", () => {
       assert.equal(rr.run_result.status, runStatus, code);
     }
   });
+
+  test("a TypeScript program esbuild would spend seconds and gigabytes on fails as its syntax error, its worker kept", async () => {
+    await create("code", { key: "ts-sf", languages: ["typescript"], limits: { cpuMs: 2000 } });
+    const { urls } = await token("code", "ts-sf");
+    const restarts = () =>
+      metrics().then((text) =>
+        text
+          .split("\n")
+          .filter((l) => l.startsWith("gradebox_worker_restarts_total"))
+          .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0),
+      );
+    const before = await restarts();
+    // the security report's program: each call held a worker 10 s, which was then replaced, and answered SandboxError
+    const code = `const f = ${"-".repeat(30_000)} 1;\nconsole.log(1)\n`;
+    const [answer, error] = await verlCallSandboxApi(urls.sandboxFusion, { code, stdin: "", language: "typescript" });
+    assert.equal(error, null);
+    const a = answer as { status: string; run_result: { status: string; return_code: number; stderr: string } };
+    assert.deepEqual([a.status, a.run_result.status, a.run_result.return_code], ["Failed", "Finished", 1], JSON.stringify(a));
+    assert.match(a.run_result.stderr, /^SyntaxError: Invalid assignment target \(program line 1, column \d+\)\n$/);
+    assert.equal(await restarts(), before);
+  });
 });
 
 // ---- the runners' cases: a small problem set in the three test formats, Python and JavaScript ----

@@ -588,6 +588,40 @@ describe("TypeScript runner", () => {
     );
     assert.deepEqual([honest.status, honest.completed], ["ok", true], JSON.stringify(honest));
   });
+
+  test("a source within those bounds that esbuild compiles slowly or into much memory is a syntax_error, the worker's memory untouched", () => {
+    // cpuMs 10: the compile's deadline is its floor, 500 ms
+    const quick = { ...limits, cpuMs: 10 };
+    const rssBefore = process.memoryUsage.rss();
+    // the security report: 15 000 "Invalid assignment target" errors, each with its 30 KB line, were 450 MB of
+    // messages that grew the worker 2.5 GB over 8-38 s (GRADER_MEMORY_LIMIT, the worker replaced)
+    const reported = ts.run({ language: "typescript", limits: quick, program: `const f = ${"-".repeat(30_000)} 1;\nconsole.log(1)\n` });
+    assert.equal(reported.status, "syntax_error", JSON.stringify(reported));
+    assert.match(reported.message ?? "", /^SyntaxError: Invalid assignment target \(program line 1, column \d+\)$/);
+    const esm = new ScriptRunner(() => js, "js").run({
+      language: "javascript",
+      limits: quick,
+      program: `import fs from 'fs';\nconst f = ${"-".repeat(30_000)} 1;\n`,
+    });
+    assert.match(esm.message ?? "", /^SyntaxError: Invalid assignment target \(program line 2, column \d+\)$/);
+    // past the compile's memory (flat chains that nest deep in esbuild's parser) or its deadline (`a<a<…` in TypeScript,
+    // declarations of one name: minutes without a deadline)
+    const bound = /^SyntaxError: the TypeScript program (took longer than 500 ms|needed more than 256 MB) to compile; simplify it/;
+    for (const program of [
+      `const f = ${"-".repeat(60_000)} 1;`,
+      `${"a:".repeat(60_000)}1;`,
+      `const f = ${"a<".repeat(60_000)}a;`,
+      "let a;".repeat(20_000),
+    ]) {
+      const r = ts.run({ language: "typescript", limits: quick, program });
+      assert.equal(r.status, "syntax_error", `${program.slice(0, 20)}: ${JSON.stringify(r)}`);
+      assert.match(r.message ?? "", bound, program.slice(0, 20));
+    }
+    // the messages stay in esbuild's process: the worker did not grow by them
+    assert.ok(process.memoryUsage.rss() - rssBefore < 64 * 1024 * 1024, `grew by ${process.memoryUsage.rss() - rssBefore} bytes`);
+    const honest = run("function f(x: number): number { return x * 2 }", "if (f(2) !== 4) throw new Error('no')");
+    assert.deepEqual([honest.status, honest.completed], ["ok", true], JSON.stringify(honest));
+  });
 });
 
 describe("the engine grades a code grader with its runners", () => {
