@@ -41,6 +41,7 @@ import type {
   ThreadInput,
   UpdateFunctionParams,
   UpdateResult,
+  Usage,
   ValidateResponse,
 } from "./types.ts";
 import type { Language, RequestBody } from "./wire.ts";
@@ -196,6 +197,11 @@ export class Gradebox {
     return this.cachedLimits;
   }
   private cachedLimits: Limits | undefined;
+
+  /** What the project stores against its quotas: graders, bytes, models, secrets, grade tokens (a write past one is a ConflictError QUOTA_EXCEEDED). */
+  usage(options?: RequestOptions): Promise<Usage> {
+    return this.request("GET", `/v1/projects/${encodeURIComponent(this.project)}/usage`, { retry: true, options });
+  }
 
   /** @internal */
   async request<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
@@ -646,7 +652,10 @@ export class Graders {
     });
   }
 
-  /** A grader's stored versions: `list`, `get` (with its source) and `restore` (a new version with an old source). */
+  /**
+   * A grader's stored versions: `list`, `get` (with its source), `restore` (a new version with an old
+   * source) and `delete` (one that is neither current nor pinned, to free quota).
+   */
   readonly versions = {
     list: async ({ graderKey }: { graderKey: string }, options?: RequestOptions): Promise<GraderVersion[]> =>
       (await this.client.request<{ data: GraderVersion[] }>("GET", this.keyPath(graderKey, "/versions"), { retry: true, options })).data,
@@ -654,6 +663,9 @@ export class Graders {
       this.client.request("GET", this.keyPath(graderKey, `/versions/${version}`), { retry: true, options }),
     restore: ({ graderKey, version }: { graderKey: string; version: number }, options?: RequestOptions): Promise<UpdateResult> =>
       this.client.request("POST", this.keyPath(graderKey, `/versions/${version}/restore`), { retry: false, options }),
+    delete: async ({ graderKey, version }: { graderKey: string; version: number }, options?: RequestOptions): Promise<void> => {
+      await this.client.request("DELETE", this.keyPath(graderKey, `/versions/${version}`), { retry: true, options });
+    },
   };
 }
 

@@ -185,3 +185,5 @@ export type { Check, GradeErrorCode, WireThread };
 
 /** The server's request limits (`client.limits()`, GET /v1/limits). */
 export type Limits = Wire.Limits;
+/** What the project stores against its quotas (`client.usage()`, GET /v1/projects/{project}/usage). */
+export type Usage = Wire.Usage;

@@ -89,6 +89,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/projects/{project}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Quota usage
+         * @description What the project stores, counted from its rows, against each quota its operator set: graders, bytes of graders (every version counts, with its own copy of its samples), models, secrets and live grade tokens, and the versions one grader may keep. A write past a quota answers 409 QUOTA_EXCEEDED and stores nothing; deleting frees the room at once.
+         */
+        get: operations["usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects/{project}/graders": {
         parameters: {
             query?: never;
@@ -104,7 +124,7 @@ export interface paths {
         put?: never;
         /**
          * Create a function grader
-         * @description Registers a function grader written in TypeScript/JavaScript or Python (`language`, default typescript) once five checks pass: syntax, structure, signature, execution, and test_run (which grades the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.
+         * @description Registers a function grader written in TypeScript/JavaScript or Python (`language`, default typescript) once five checks pass: syntax, structure, signature, execution, and test_run (which grades the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its `check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE; a project at its quota of graders or stored bytes 409 QUOTA_EXCEEDED (nothing is stored).
          */
         post: operations["graders.create.function"];
         delete?: never;
@@ -147,7 +167,7 @@ export interface paths {
         get: operations["graders.get"];
         /**
          * Update a function grader
-         * @description Checks a new source as a create does, then stores it as the next version and reports each sample whose score changes; `dryRun` checks and reports without storing. A version may change the language (`language`; absent keeps the current version's). A locked grader answers 409 GRADER_LOCKED, a concurrent update 409 GRADER_CONFLICT (retry), another kind of grader 400.
+         * @description Checks a new source as a create does, then stores it as the next version and reports each sample whose score changes; `dryRun` checks and reports without storing. A version may change the language (`language`; absent keeps the current version's). A locked grader answers 409 GRADER_LOCKED, a concurrent update 409 GRADER_CONFLICT (retry), another kind of grader 400, a version past the grader's quota of versions or the project's of stored bytes 409 QUOTA_EXCEEDED (delete old versions: DELETE …/versions/{version}).
          */
         put: operations["graders.update"];
         post?: never;
@@ -295,7 +315,11 @@ export interface paths {
         get: operations["graders.versions.get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a version
+         * @description Deletes one stored version of a function grader, freeing its share of the project's quotas; its number is not reused. The current version, or one a combined grader pins, answers 409 VERSION_IN_USE (`usedBy` lists the combined graders); a locked grader 409 GRADER_LOCKED.
+         */
+        delete: operations["graders.versions.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1659,6 +1683,46 @@ export interface components {
             /** @description true: the source (by sha256) and settings (description, samples) were the current version's, so nothing was stored: the grader is still at its version */
             unchanged?: boolean;
         };
+        /** @description what the project stores against its quotas; a write past one answers 409 QUOTA_EXCEEDED */
+        Usage: {
+            /** @description graders of every kind: used and limit */
+            graders: {
+                /** @description graders of every kind the project stores now */
+                used: number;
+                /** @description the most it may store (GRADEBOX_QUOTA_GRADERS) */
+                limit: number;
+            };
+            /** @description UTF-8 bytes of every stored version (source, compiled script, samples, description, warnings) and every other grader's definition: used and limit */
+            bytes: {
+                /** @description UTF-8 bytes of every stored version (source, compiled script, samples, description, warnings) and every other grader's definition the project stores now */
+                used: number;
+                /** @description the most it may store (GRADEBOX_QUOTA_BYTES) */
+                limit: number;
+            };
+            /** @description judge models: used and limit */
+            models: {
+                /** @description judge models the project stores now */
+                used: number;
+                /** @description the most it may store (GRADEBOX_QUOTA_MODELS) */
+                limit: number;
+            };
+            /** @description secrets: used and limit */
+            secrets: {
+                /** @description secrets the project stores now */
+                used: number;
+                /** @description the most it may store (GRADEBOX_QUOTA_SECRETS) */
+                limit: number;
+            };
+            /** @description grade tokens not revoked: used and limit */
+            gradeTokens: {
+                /** @description grade tokens not revoked the project stores now */
+                used: number;
+                /** @description the most it may store (GRADEBOX_QUOTA_GRADE_TOKENS) */
+                limit: number;
+            };
+            /** @description the most versions one function grader stores (GRADEBOX_QUOTA_VERSIONS) */
+            versionsPerGrader: number;
+        };
         /** @description the checks' verdict */
         ValidateResponse: {
             /**
@@ -1744,6 +1808,7 @@ export type ThreadInput = components['schemas']['ThreadInput'];
 export type TurnInput = components['schemas']['TurnInput'];
 export type UpdateReport = components['schemas']['UpdateReport'];
 export type UpdateResult = components['schemas']['UpdateResult'];
+export type Usage = components['schemas']['Usage'];
 export type ValidateResponse = components['schemas']['ValidateResponse'];
 export type $defs = Record<string, never>;
 export interface operations {
@@ -1841,6 +1906,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Limits"];
+                };
+            };
+        };
+    };
+    usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
                 };
             };
         };
@@ -2273,7 +2361,7 @@ export interface operations {
                 project: string;
                 /** @description the grader's key, unique in its project */
                 graderKey: string;
-                /** @description a version number: 1 to the grader's current version */
+                /** @description a version number: one of the grader's stored versions (GET …/versions) */
                 version: number;
             };
             cookie?: never;
@@ -2291,6 +2379,31 @@ export interface operations {
             };
         };
     };
+    "graders.versions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project: the API key's own (another project's name answers 404 PROJECT_NOT_FOUND) */
+                project: string;
+                /** @description the grader's key, unique in its project */
+                graderKey: string;
+                /** @description a version number: one of the grader's stored versions (GET …/versions) */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     "graders.versions.restore": {
         parameters: {
             query?: never;
@@ -2300,7 +2413,7 @@ export interface operations {
                 project: string;
                 /** @description the grader's key, unique in its project */
                 graderKey: string;
-                /** @description a version number: 1 to the grader's current version */
+                /** @description a version number: one of the grader's stored versions (GET …/versions) */
                 version: number;
             };
             cookie?: never;

@@ -74,7 +74,7 @@ export async function buildApp({ config, store, pool, metricsToken }: AppOptions
   // every /v1 route takes an API key: one hook for all of them, registered around them
   await app.register(async (v1) => {
     v1.addHook("onRequest", authenticate(store.cache, config.adminToken));
-    await v1.register(accountRoutes, { config });
+    await v1.register(accountRoutes, { config, store });
     await v1.register(graderRoutes, services);
     await v1.register(judgeRoutes, services);
     await v1.register(modelRoutes, services);

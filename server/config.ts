@@ -6,6 +6,7 @@ import type { EngineLimits } from "../sandbox/protocol/requests.ts";
 import { egressPolicy } from "./egress.ts";
 import { parseSecretsKey } from "./secrets/box.ts";
 import { parseGrants } from "./secrets/secrets.ts";
+import { DEFAULT_QUOTAS, type Quotas } from "./store/quotas.ts";
 
 const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
@@ -36,6 +37,13 @@ const EnvSchema = z.object({
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
+  // what one project may store (store/quotas.ts): past one, a write answers 409 QUOTA_EXCEEDED and stores nothing
+  GRADEBOX_QUOTA_GRADERS: int(DEFAULT_QUOTAS.graders, 1, 10_000_000),
+  GRADEBOX_QUOTA_VERSIONS: int(DEFAULT_QUOTAS.versions, 1, 10_000_000),
+  GRADEBOX_QUOTA_BYTES: int(DEFAULT_QUOTAS.bytes, 1024, Number.MAX_SAFE_INTEGER),
+  GRADEBOX_QUOTA_MODELS: int(DEFAULT_QUOTAS.models, 1, 1_000_000),
+  GRADEBOX_QUOTA_SECRETS: int(DEFAULT_QUOTAS.secrets, 1, 1_000_000),
+  GRADEBOX_QUOTA_GRADE_TOKENS: int(DEFAULT_QUOTAS.gradeTokens, 1, 10_000_000),
   // PostgreSQL (GRADEBOX_DB=postgres://…): statement connections per node, besides the one that listens for changes
   GRADEBOX_PG_POOL: int(10, 1, 1000),
   // outbound calls (judge models, endpoints) in flight at once: per project, and on the node
@@ -117,6 +125,8 @@ export interface Config {
   maxContent: number;
   /** PostgreSQL: statement connections per node */
   pgPool: number;
+  /** what one project may store (GRADEBOX_QUOTA_*) */
+  quotas: Quotas;
   /** outbound calls of one project in flight at once (GRADEBOX_OUTBOUND_PER_PROJECT) */
   outboundPerProject: number;
   /** outbound calls of the node in flight at once (GRADEBOX_OUTBOUND_MAX) */
@@ -170,6 +180,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,
     pgPool: e.GRADEBOX_PG_POOL,
+    quotas: {
+      graders: e.GRADEBOX_QUOTA_GRADERS,
+      versions: e.GRADEBOX_QUOTA_VERSIONS,
+      bytes: e.GRADEBOX_QUOTA_BYTES,
+      models: e.GRADEBOX_QUOTA_MODELS,
+      secrets: e.GRADEBOX_QUOTA_SECRETS,
+      gradeTokens: e.GRADEBOX_QUOTA_GRADE_TOKENS,
+    },
     egressAllow: e.GRADEBOX_EGRESS_ALLOW,
     outboundPerProject: e.GRADEBOX_OUTBOUND_PER_PROJECT,
     outboundMax: e.GRADEBOX_OUTBOUND_MAX,

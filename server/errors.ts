@@ -18,6 +18,8 @@ export const ERRORS = {
   GRADER_LOCKED: { status: 409, title: "Grader is locked" },
   GRADER_CONFLICT: { status: 409, title: "Grader changed during the update" },
   GRADER_IN_USE: { status: 409, title: "Grader is a part of a combined grader" },
+  VERSION_IN_USE: { status: 409, title: "Grader version is current or pinned" },
+  QUOTA_EXCEEDED: { status: 409, title: "The project is at a storage quota" },
   GRADER_QUARANTINED: { status: 423, title: "Grader is quarantined" },
   SOURCE_TOO_LARGE: { status: 413, title: "Grader source too large" },
   BODY_TOO_LARGE: { status: 413, title: "Request body too large" },

@@ -187,6 +187,19 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     responses: { 200: { status: "ready", database: true, workers: 4 }, 503: { status: "not ready", database: true, workers: 0 } },
   },
   me: { responses: { 200: { project: PROJECT } } },
+  usage: {
+    // a project with a few graders, under the default quotas
+    responses: {
+      200: {
+        graders: { used: 3, limit: 1000 },
+        bytes: { used: 48_211, limit: 268_435_456 },
+        models: { used: 1, limit: 100 },
+        secrets: { used: 1, limit: 100 },
+        gradeTokens: { used: 2, limit: 1000 },
+        versionsPerGrader: 500,
+      },
+    },
+  },
   limits: {
     // the defaults
     responses: {
@@ -264,6 +277,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   "graders.update": { request: { source: SOURCE_V2 }, responses: { 200: UPDATED } },
   "graders.versions.list": { responses: { 200: { data: [version(1, SOURCE, AT), version(2, SOURCE_V2, LATER)] } } },
   "graders.versions.get": { responses: { 200: { ...version(1, SOURCE, AT), source: SOURCE } } },
+  "graders.versions.delete": { responses: {} },
   "graders.versions.restore": {
     responses: {
       200: {

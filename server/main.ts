@@ -16,7 +16,7 @@ try {
 
 let store: Store;
 try {
-  store = await Store.open({ db: config.dbPath, pgPool: config.pgPool });
+  store = await Store.open({ db: config.dbPath, pgPool: config.pgPool, quotas: config.quotas });
 } catch (error) {
   console.error(`cannot open the database ${config.dbPath.replace(/\/\/([^:/@]+):[^@/]*@/, "//$1:***@")}: ${(error as Error).message}`);
   process.exit(2);

@@ -61,7 +61,7 @@ export function buildServices({
   const egress = egressPolicy(config.egressAllow);
   const dispatcher = egressAgent(egress, { maxResponseSize: MAX_RESPONSE_BYTES });
   const secretsKey = bootstrapSecretsKey(config);
-  const secrets = new Secrets(store.db, secretsKey && new SecretBox(secretsKey), parseGrants(config.secretGrants));
+  const secrets = new Secrets(store.db, secretsKey && new SecretBox(secretsKey), parseGrants(config.secretGrants), store.quotas);
   const outbound = new OutboundGate({ perProject: config.outboundPerProject, total: config.outboundMax, maxWaiting: 100_000 });
   const judges = new Judges(dispatcher, metrics, (id) => store.modelById(id), {
     apiKey: (model) => secrets.apiKey(model),

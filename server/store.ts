@@ -12,6 +12,7 @@ import { FaultStore } from "./store/faults.ts";
 import { GraderStore } from "./store/graders.ts";
 import { Keys } from "./store/keys.ts";
 import { ModelStore } from "./store/models.ts";
+import { type Adding, ProjectQuotas, type Quotas } from "./store/quotas.ts";
 import { GradeTokens } from "./store/tokens.ts";
 import { VersionStore } from "./store/versions.ts";
 
@@ -25,6 +26,8 @@ export interface StoreOptions {
   pgPool?: number;
   /** bytes of grader scripts the node's cache keeps (default CACHE_SCRIPT_BYTES) */
   cacheBytes?: number;
+  /** what one project may store (default DEFAULT_QUOTAS) */
+  quotas?: Quotas;
 }
 
 export class Store {
@@ -34,18 +37,21 @@ export class Store {
   readonly tokens: GradeTokens;
   /** what grading reads: graders, versions and keys kept by this node until a change drops them */
   readonly cache: RegistryCache;
+  /** what one project may store, and what it uses (store/quotas.ts) */
+  readonly quotas: ProjectQuotas;
   private readonly graderStore: GraderStore;
   private readonly versionStore: VersionStore;
   private readonly modelStore: ModelStore;
   private readonly faultStore: FaultStore;
 
-  private constructor(db: Db, cacheBytes?: number) {
+  private constructor(db: Db, cacheBytes?: number, quotas?: Quotas) {
     this.db = db;
+    this.quotas = new ProjectQuotas(quotas);
     this.keys = new Keys(db);
-    this.tokens = new GradeTokens(db);
-    this.modelStore = new ModelStore(db);
-    this.graderStore = new GraderStore(db, this.modelStore);
-    this.versionStore = new VersionStore(db, this.graderStore);
+    this.tokens = new GradeTokens(db, this.quotas);
+    this.modelStore = new ModelStore(db, this.quotas);
+    this.graderStore = new GraderStore(db, this.modelStore, this.quotas);
+    this.versionStore = new VersionStore(db, this.graderStore, this.quotas);
     this.faultStore = new FaultStore(db, this.graderStore);
     // PostgreSQL: a revocation is heard at once; the 10 s bound only backs that up. SQLite: `gradebox keys
     // revoke` changes the file from another process, unheard here: each lookup first asks whether the
@@ -54,8 +60,21 @@ export class Store {
   }
 
   /** Opens the database named by `db` and brings its schema up to date. */
-  static async open({ db, pgPool = 10, cacheBytes }: StoreOptions): Promise<Store> {
-    return new Store(isPostgresUrl(db) ? await PostgresDb.open({ url: db, poolSize: pgPool }) : new SqliteDb(db), cacheBytes);
+  static async open({ db, pgPool = 10, cacheBytes, quotas }: StoreOptions): Promise<Store> {
+    return new Store(isPostgresUrl(db) ? await PostgresDb.open({ url: db, poolSize: pgPool }) : new SqliteDb(db), cacheBytes, quotas);
+  }
+
+  /**
+   * A first answer before costly checks (a source's five, an endpoint's probe): QUOTA_EXCEEDED when
+   * `adding` (its bytes a lower bound) would not fit. The write's own transaction checks again.
+   */
+  precheck(project: string, adding: Adding): Promise<void> {
+    return this.quotas.check(this.db, project, adding);
+  }
+
+  /** What the project uses of its quotas, counted from its rows. */
+  usage(project: string) {
+    return this.quotas.usage(this.db, project);
   }
 
   // graders (store/graders.ts)
@@ -105,6 +124,9 @@ export class Store {
   }
   versionOf(...a: Parameters<VersionStore["of"]>) {
     return this.versionStore.of(...a);
+  }
+  deleteVersion(...a: Parameters<VersionStore["delete"]>) {
+    return this.versionStore.delete(...a);
   }
 
   // judge models (store/models.ts)

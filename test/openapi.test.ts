@@ -60,6 +60,7 @@ after(async () => {
 const OPERATIONS = [
   "me",
   "limits",
+  "usage",
   "graders.create.function",
   "graders.create.combined",
   "graders.validate",
@@ -74,6 +75,7 @@ const OPERATIONS = [
   "graders.versions.list",
   "graders.versions.get",
   "graders.versions.restore",
+  "graders.versions.delete",
   "graders.create.binaryJudge",
   "graders.create.prebuiltJudge",
   "graders.create.rubricJudge",

@@ -3,11 +3,13 @@
 // through one store is heard by another within a second, and a warm grader costs no query.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { AppError } from "../server/errors.ts";
+import { DEFAULT_QUOTAS } from "../server/store/quotas.ts";
+import { versionBytes } from "../server/store/versions.ts";
 import { type NewGrader, Store } from "../server/store.ts";
 import { call, repoRoot, startServer, thread } from "./support/helpers.ts";
 import { createDatabase, type Postgres, startPostgres } from "./support/pg.ts";
@@ -47,8 +49,10 @@ test("both dialects have the same migrations, by number", () => {
 for (const backend of ["sqlite", "postgres"] as const) {
   describe(`the store on ${backend}`, () => {
     let store: Store;
+    let db: string;
     before(async () => {
-      store = await Store.open({ db: backend === "sqlite" ? join(dir, "store.db") : await createDatabase(postgres.url) });
+      db = backend === "sqlite" ? join(dir, "store.db") : await createDatabase(postgres.url);
+      store = await Store.open({ db });
     });
     after(() => store?.close());
 
@@ -205,6 +209,62 @@ for (const backend of ["sqlite", "postgres"] as const) {
       assert.equal(await store.keys.verify(key), undefined);
       assert.equal(await code(store.keys.revoke(info.id)), "INVALID_REQUEST");
       assert.equal(await store.keys.isEmpty(), false);
+    });
+
+    test("quotas: writes at once never pass one; bytes are UTF-8 as written (as the migration measures); deletes free", async () => {
+      const quotas = { ...DEFAULT_QUOTAS, graders: 3, bytes: 4000 };
+      const small = await Store.open({ db, pgPool: 4, quotas });
+      try {
+        // eight creates at once (on PostgreSQL, several connections): only three fit
+        const creates = await Promise.all(["a", "b", "c", "d", "e", "f", "g", "h"].map((k) => code(small.insert(grader("q", k)))));
+        assert.deepEqual([creates.filter((c) => c === "ok").length, creates.filter((c) => c === "QUOTA_EXCEEDED").length], [3, 5]);
+        assert.equal((await small.usage("q")).graders, 3);
+
+        // "é" is two bytes: the count is bytes, not characters
+        const big = (n: number): NewGrader => ({ ...grader("q", "a", n), source: "é".repeat(300) });
+        const versionSize = versionBytes(big(2), "[]");
+        assert.equal(versionSize, 600 + "compiled 2".length + 2 + 2 + 2);
+        const before = (await small.usage("q")).bytes;
+        const updates = await Promise.all([2, 3, 4, 5, 6, 7, 8, 9].map((n) => code(small.update("q", "a", big(n)))));
+        const stored = updates.filter((c) => c === "ok").length;
+        assert.equal(stored, Math.floor((4000 - before) / versionSize), updates.join());
+        const after = (await small.usage("q")).bytes;
+        assert.equal(after, before + stored * versionSize);
+        assert.ok(after <= 4000);
+
+        // the migration measures rows stored before it as the store does
+        const sum = async () =>
+          Number(
+            (
+              await small.db.get<{ n: number }>("SELECT sum(bytes) AS n FROM grader_versions WHERE grader_id = ?", [
+                (await small.mustGet("q", "a")).id,
+              ])
+            )?.n,
+          );
+        const measured = await sum();
+        await small.db.run("UPDATE grader_versions SET bytes = 0");
+        const migration = readFileSync(
+          join(repoRoot, backend === "sqlite" ? "migrations" : "migrations/postgres", "0013_quotas.sql"),
+          "utf8",
+        );
+        const update = /UPDATE grader_versions[^;]+;/.exec(migration)?.[0] ?? "";
+        await small.db.run(update);
+        assert.equal(await sum(), measured);
+
+        // a refused version is not stored; deleting one frees its bytes at once
+        const last = (await small.mustGet("q", "a")).version;
+        assert.equal(await code(small.deleteVersion("q", "a", last)), "VERSION_IN_USE");
+        await small.deleteVersion("q", "a", 2);
+        assert.equal((await small.usage("q")).bytes, after - versionSize);
+        assert.equal(await code(small.update("q", "a", big(last + 1))), "ok");
+        assert.equal((await small.mustGet("q", "a")).version, last + 1, "numbers are not reused");
+
+        await small.delete("q", "a");
+        assert.equal((await small.usage("q")).graders, 2);
+        assert.equal(await code(small.insert(grader("q", "z"))), "ok");
+      } finally {
+        await small.close();
+      }
     });
 
     test("a warm grader costs no query; a change through the store drops it", async () => {

@@ -37,8 +37,10 @@ export async function showVersions(key: string, current: number, locked: boolean
       return tr;
     }),
   );
+  // the stored version before the current one: deleted versions leave gaps in the numbers
+  const previous = versions.filter((v) => v.version < current).at(-1)?.version ?? current;
   for (const [id, pick] of [
-    ["#diff-from", Math.max(1, current - 1)],
+    ["#diff-from", previous],
     ["#diff-to", current],
   ] as const) {
     const select = $<HTMLSelectElement>(id);

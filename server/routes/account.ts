@@ -1,11 +1,13 @@
 // /v1/me and /v1/limits: who the key belongs to, and the limits a client must fit its requests in
-// (the SDKs split batches by maxBatchThreads).
+// (the SDKs split batches by maxBatchThreads); /v1/projects/{project}/usage: what the project
+// stores against its quotas.
 
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type Config, MAX_SOURCE_BYTES } from "../config.ts";
-import { AUTHENTICATED, errorResponses, json, MAX_SAMPLES } from "../schemas.ts";
+import { AUTHENTICATED, errorResponses, IN_PROJECT, json, MAX_SAMPLES, ProjectParams } from "../schemas.ts";
+import type { Store } from "../store.ts";
 
 export const Limits = z
   .object({
@@ -26,7 +28,29 @@ const Me = z
   .describe("the API key's owner")
   .meta({ id: "Me" });
 
-export async function accountRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+const Used = (what: string, setting: string) =>
+  z
+    .object({
+      used: z.number().int().describe(`${what} the project stores now`),
+      limit: z.number().int().describe(`the most it may store (${setting})`),
+    })
+    .describe(`${what}: used and limit`);
+export const Usage = z
+  .object({
+    graders: Used("graders of every kind", "GRADEBOX_QUOTA_GRADERS"),
+    bytes: Used(
+      "UTF-8 bytes of every stored version (source, compiled script, samples, description, warnings) and every other grader's definition",
+      "GRADEBOX_QUOTA_BYTES",
+    ),
+    models: Used("judge models", "GRADEBOX_QUOTA_MODELS"),
+    secrets: Used("secrets", "GRADEBOX_QUOTA_SECRETS"),
+    gradeTokens: Used("grade tokens not revoked", "GRADEBOX_QUOTA_GRADE_TOKENS"),
+    versionsPerGrader: z.number().int().describe("the most versions one function grader stores (GRADEBOX_QUOTA_VERSIONS)"),
+  })
+  .describe("what the project stores against its quotas; a write past one answers 409 QUOTA_EXCEEDED")
+  .meta({ id: "Usage" });
+
+export async function accountRoutes(fastify: FastifyInstance, { config, store }: { config: Config; store: Store }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   app.get(
@@ -70,5 +94,34 @@ export async function accountRoutes(fastify: FastifyInstance, { config }: { conf
       },
     },
     async () => limits,
+  );
+
+  app.get(
+    "/v1/projects/:project/usage",
+    {
+      schema: {
+        operationId: "usage",
+        tags: ["account"],
+        summary: "Quota usage",
+        description:
+          "What the project stores, counted from its rows, against each quota its operator set: graders, bytes of graders " +
+          "(every version counts, with its own copy of its samples), models, secrets and live grade tokens, and the versions " +
+          "one grader may keep. A write past a quota answers 409 QUOTA_EXCEEDED and stores nothing; deleting frees the room at once.",
+        params: ProjectParams,
+        response: { 200: json("The project's usage", Usage), ...errorResponses(...IN_PROJECT) },
+      },
+    },
+    async (req) => {
+      const used = await store.usage(req.params.project);
+      const q = config.quotas;
+      return {
+        graders: { used: used.graders, limit: q.graders },
+        bytes: { used: used.bytes, limit: q.bytes },
+        models: { used: used.models, limit: q.models },
+        secrets: { used: used.secrets, limit: q.secrets },
+        gradeTokens: { used: used.gradeTokens, limit: q.gradeTokens },
+        versionsPerGrader: q.versions,
+      };
+    },
   );
 }

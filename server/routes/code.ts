@@ -33,7 +33,10 @@ export async function codeRoutes(fastify: FastifyInstance, opts: { store: Store 
           .strict()
           .refine(withinItemCpu.check, { message: withinItemCpu.message, path: ["maxTests"] })
           .describe("a code-execution grader: its key and its definition"),
-        response: { 201: json("The created code grader", GraderDetail), ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS") },
+        response: {
+          201: json("The created code grader", GraderDetail),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "QUOTA_EXCEEDED"),
+        },
       },
     },
     async (req, reply) => {

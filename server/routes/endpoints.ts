@@ -34,6 +34,7 @@ export async function endpointRoutes(fastify: FastifyInstance, opts: { endpointG
             ...IN_PROJECT,
             ...WITH_BODY,
             "GRADER_EXISTS",
+            "QUOTA_EXCEEDED",
             "VALIDATION_FAILED",
             "EGRESS_DENIED",
             "SECRET_NOT_FOUND",

@@ -97,7 +97,8 @@ export async function graderRoutes(
           "Registers a function grader written in TypeScript/JavaScript or Python (`language`, default typescript) once five " +
           "checks pass: syntax, structure, signature, execution, and test_run (which grades " +
           "the samples, when given, and each must score its `expected`). A failing check answers 422 VALIDATION_FAILED with its " +
-          "`check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE.",
+          "`check`, `message`, `line` and `column`; a taken key 409 GRADER_EXISTS; a source over 64 KiB 413 SOURCE_TOO_LARGE; " +
+          "a project at its quota of graders or stored bytes 409 QUOTA_EXCEEDED (nothing is stored).",
         params: ProjectParams,
         body: z
           .object({
@@ -110,7 +111,7 @@ export async function graderRoutes(
           .describe("a function grader: its key, its source (and its language) and optional sample threads"),
         response: {
           201: json("The created grader", GraderDetail),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", ...CHECKING),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "QUOTA_EXCEEDED", ...CHECKING),
         },
       },
     },
@@ -326,7 +327,7 @@ export async function graderRoutes(
           .describe("a combined grader: its key, how it combines, and its parts"),
         response: {
           201: json("The created grader", GraderDetail),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "INVALID_COMPONENT"),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_EXISTS", "QUOTA_EXCEEDED", "INVALID_COMPONENT"),
         },
       },
     },
@@ -497,7 +498,8 @@ export async function graderRoutes(
           "Checks a new source as a create does, then stores it as the next version and reports each sample whose score " +
           "changes; `dryRun` checks and reports without storing. A version may change the language (`language`; absent keeps " +
           "the current version's). A locked grader answers 409 GRADER_LOCKED, a concurrent update " +
-          "409 GRADER_CONFLICT (retry), another kind of grader 400.",
+          "409 GRADER_CONFLICT (retry), another kind of grader 400, a version past the grader's quota of versions or the " +
+          "project's of stored bytes 409 QUOTA_EXCEEDED (delete old versions: DELETE …/versions/{version}).",
         params: GraderParams,
         body: z
           .object({
@@ -510,14 +512,24 @@ export async function graderRoutes(
           .describe("the new version's source, and optionally its description and samples"),
         response: {
           200: json("The updated grader (the current one for a dry run) and the samples report", UpdateResult),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "GRADER_NOT_FOUND", "GRADER_LOCKED", "GRADER_CONFLICT", ...CHECKING),
+          ...errorResponses(
+            ...IN_PROJECT,
+            ...WITH_BODY,
+            "GRADER_NOT_FOUND",
+            "GRADER_LOCKED",
+            "GRADER_CONFLICT",
+            "QUOTA_EXCEEDED",
+            ...CHECKING,
+          ),
         },
       },
     },
     async (req) => updated(await versions.update(req.params.project, req.params.graderKey, req.body)),
   );
 
-  const VersionParams = GraderParams.extend({ version: VersionNumber.describe("a version number: 1 to the grader's current version") });
+  const VersionParams = GraderParams.extend({
+    version: VersionNumber.describe("a version number: one of the grader's stored versions (GET …/versions)"),
+  });
 
   app.get(
     `${base}/:graderKey/versions`,
@@ -567,6 +579,30 @@ export async function graderRoutes(
     },
   );
 
+  app.delete(
+    `${base}/:graderKey/versions/:version`,
+    {
+      schema: {
+        operationId: "graders.versions.delete",
+        tags: ["versions"],
+        summary: "Delete a version",
+        description:
+          "Deletes one stored version of a function grader, freeing its share of the project's quotas; its number is not reused. " +
+          "The current version, or one a combined grader pins, answers 409 VERSION_IN_USE (`usedBy` lists the combined graders); " +
+          "a locked grader 409 GRADER_LOCKED.",
+        params: VersionParams,
+        response: {
+          204: z.null().describe("Deleted"),
+          ...errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "VERSION_NOT_FOUND", "GRADER_LOCKED", "VERSION_IN_USE"),
+        },
+      },
+    },
+    async (req, reply) => {
+      await graders.deleteVersion(req.params.project, req.params.graderKey, req.params.version);
+      return reply.code(204).send(null);
+    },
+  );
+
   app.post(
     `${base}/:graderKey/versions/:version/restore`,
     {
@@ -586,6 +622,7 @@ export async function graderRoutes(
             "VERSION_NOT_FOUND",
             "GRADER_LOCKED",
             "GRADER_CONFLICT",
+            "QUOTA_EXCEEDED",
             "VALIDATION_FAILED",
             "VALIDATION_RATE_LIMITED",
             "SANDBOX_UNAVAILABLE",

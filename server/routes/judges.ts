@@ -42,7 +42,7 @@ export async function judgeRoutes(fastify: FastifyInstance, opts: { config: Conf
     description: Description,
   };
   /** What creating a judge can answer: its model must exist, its key must be free. */
-  const creating = [...IN_PROJECT, ...WITH_BODY, "MODEL_NOT_FOUND", "GRADER_EXISTS"] as const;
+  const creating = [...IN_PROJECT, ...WITH_BODY, "MODEL_NOT_FOUND", "GRADER_EXISTS", "QUOTA_EXCEEDED"] as const;
 
   app.post(
     `${base}/binary-judge`,

@@ -38,7 +38,15 @@ export async function modelRoutes(fastify: FastifyInstance, opts: { store: Store
         body: ModelCreate,
         response: {
           201: json("The registered model", Model),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "EGRESS_DENIED", "MODEL_EXISTS", "SECRET_NOT_FOUND", "SECRET_HOST_MISMATCH"),
+          ...errorResponses(
+            ...IN_PROJECT,
+            ...WITH_BODY,
+            "EGRESS_DENIED",
+            "MODEL_EXISTS",
+            "QUOTA_EXCEEDED",
+            "SECRET_NOT_FOUND",
+            "SECRET_HOST_MISMATCH",
+          ),
         },
       },
     },

@@ -47,7 +47,7 @@ export async function secretRoutes(fastify: FastifyInstance, opts: { secrets: Se
         response: {
           200: json("The secret's value was replaced", Secret),
           201: json("The secret was created", Secret),
-          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "SECRETS_NOT_CONFIGURED"),
+          ...errorResponses(...IN_PROJECT, ...WITH_BODY, "SECRETS_NOT_CONFIGURED", "QUOTA_EXCEEDED"),
         },
       },
     },

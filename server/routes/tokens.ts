@@ -106,7 +106,7 @@ export async function tokenRoutes(fastify: FastifyInstance, { store }: { store: 
         body: CreateGradeToken,
         response: {
           201: json("The token, shown once", CreatedGradeToken),
-          ...errorResponses(...MANAGING, ...WITH_BODY, "GRADER_NOT_FOUND"),
+          ...errorResponses(...MANAGING, ...WITH_BODY, "GRADER_NOT_FOUND", "QUOTA_EXCEEDED"),
         },
       },
     },

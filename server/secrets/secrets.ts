@@ -8,6 +8,7 @@
 import { z } from "zod";
 import type { Db, Queryable } from "../db/db.ts";
 import { AppError } from "../errors.ts";
+import type { ProjectQuotas } from "../store/quotas.ts";
 import type { SecretBox } from "./box.ts";
 
 export const SECRET_ENV_PREFIX = "GRADEBOX_SECRET_";
@@ -116,6 +117,8 @@ export class Secrets {
     /** undefined: no key configured, so project secrets cannot be stored (server ones still work) */
     private readonly box: SecretBox | undefined,
     private readonly grants: Map<string, Set<string>>,
+    /** a new secret past the project's quota is refused */
+    private readonly quotas: ProjectQuotas,
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     db.subscribe((change) => {
@@ -143,8 +146,12 @@ export class Secrets {
     const sealed = box.seal(project, name, value);
     const now = new Date().toISOString();
     const created = await this.db.tx(async (q, publish) => {
+      await this.quotas.lock(q, project);
       const updated = await q.run(SQL.update, [sealed, now, project, name]);
-      if (updated === 0) await q.run(SQL.insert, [project, name, sealed, now, now]);
+      if (updated === 0) {
+        await this.quotas.checkOne(q, project, "secrets");
+        await q.run(SQL.insert, [project, name, sealed, now, now]);
+      }
       publish(changed(project));
       return updated === 0;
     });

@@ -22,6 +22,8 @@ export class EndpointGraders {
 
   async create(project: string, key: string, description: string, create: EndpointCreate): Promise<GraderRow> {
     if (await this.store.get(project, key)) throw graderExists(project, key);
+    // before the endpoint is called: a project at its quota sends nothing
+    await this.store.precheck(project, { grader: true, bytes: 0 });
     const refs = headerRefs(create);
     const twice = Object.keys(create.headersSecret ?? {}).filter((h) =>
       Object.keys(create.headersEnv ?? {}).some((e) => e.toLowerCase() === h.toLowerCase()),

@@ -7,7 +7,8 @@ import type { Sandbox } from "../../sandbox/host/sandbox.ts";
 import type { Language } from "../../sandbox/validate/checks.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
-import type { CombineMode, GraderRow } from "../store/graders.ts";
+import { type CombineMode, type GraderRow, sandboxId } from "../store/graders.ts";
+import { byteSize } from "../store/quotas.ts";
 import { graderExists } from "../store/rules.ts";
 import type { Sample } from "../store/versions.ts";
 import type { Store } from "../store.ts";
@@ -41,6 +42,8 @@ export class Graders {
   ): Promise<GraderRow> {
     // answer a taken key before the five checks run; the insert still enforces it under races
     if (await this.store.get(project, g.key)) throw graderExists(project, g.key);
+    // a project at its quota costs no sandbox time: the compiled script is not known yet, so its bytes are a lower bound
+    await this.store.precheck(project, { grader: true, bytes: byteSize(g.source, JSON.stringify(g.samples ?? []), g.description) });
     const { compiled, warnings } = await this.validation.validate(project, g, undefined, g.samples);
     const sourceSha256 = createHash("sha256").update(g.source).digest("hex");
     const { key, source, language, description, samples } = g;
@@ -64,6 +67,12 @@ export class Graders {
       );
     }
     return this.store.insertCombined({ project, key: g.key, description: g.description, mode: g.mode, parts });
+  }
+
+  /** Deletes one stored version of a function grader (neither its current one nor a pinned one), and its warm isolates. */
+  async deleteVersion(project: string, key: string, version: number): Promise<void> {
+    const id = await this.store.deleteVersion(project, key, version);
+    this.sandbox.forget([sandboxId(id, version)]);
   }
 
   /** Deletes a grader of any kind and every version of it. */

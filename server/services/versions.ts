@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import type { Language } from "../../sandbox/validate/checks.ts";
 import type { GraderRow } from "../store/graders.ts";
+import { byteSize } from "../store/quotas.ts";
 import { assertUpdatable } from "../store/rules.ts";
 import type { Sample } from "../store/versions.ts";
 import type { Store } from "../store.ts";
@@ -61,6 +62,12 @@ export class Versions {
     }
     assertUpdatable(current); // before the checks run; the store checks again in its transaction
     const samples = next.samples ?? (await this.store.samples(current));
+    const description = next.description ?? current.description;
+    if (!next.dryRun) {
+      // refused before the checks run (they grade every sample twice): a lower bound, as the script is not compiled yet
+      const bytes = byteSize(next.source, JSON.stringify(samples), description);
+      await this.store.precheck(project, { version: { id: current.id, key }, bytes });
+    }
     const language = next.language ?? current.language ?? "typescript";
     const { compiled, warnings, results } = await this.validation.validate(project, { source: next.source, language }, undefined, samples);
     const report = await this.validation.report(current, samples, results);
@@ -74,7 +81,7 @@ export class Versions {
         compiled,
         sourceSha256,
         warnings,
-        description: next.description ?? current.description,
+        description,
         samples: next.samples,
       },
       current.version,

@@ -13,8 +13,9 @@ import type { JudgeSpec } from "../judges/spec.ts";
 import type { CombineMode as CombineModeSchema, Grader, PartOut } from "../schemas.ts";
 import { faultWindowStart } from "./faults.ts";
 import type { ModelStore } from "./models.ts";
+import { byteSize, type ProjectQuotas } from "./quotas.ts";
 import { graderExists, lockedError } from "./rules.ts";
-import { insertVersion, type Sample, versionExists } from "./versions.ts";
+import { insertVersion, type Sample, versionBytes, versionExists } from "./versions.ts";
 
 export type CombineMode = z.infer<typeof CombineModeSchema>;
 export interface Part extends Pick<z.infer<typeof PartOut>, "graderKey" | "name" | "weight"> {
@@ -147,8 +148,8 @@ const SQL = {
   list: `${SELECT} WHERE g.project = ? AND g.key > ? ORDER BY g.key LIMIT ?`,
   lock: "UPDATE graders SET locked = ?, updated_at = ? WHERE project = ? AND key = ?",
   delete: "DELETE FROM graders WHERE project = ? AND key = ? AND locked = 0",
-  insertCombined: `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at)
-                   VALUES (?, ?, ?, 'combined', ?, ?, '', '', '', 0, '[]', ?, ?)`,
+  insertCombined: `INSERT INTO graders (id, project, key, kind, mode, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, bytes)
+                   VALUES (?, ?, ?, 'combined', ?, ?, '', '', '', 0, '[]', ?, ?, ?)`,
   insertPart: "INSERT INTO grader_parts (combined_id, position, part_id, name, weight, part_version) VALUES (?, ?, ?, ?, ?, ?)",
   parts: `SELECT g.id, g.key AS "graderKey", g.kind, g.config, g.model_id AS "modelId", coalesce(p.part_version, g.version) AS version,
                  CASE WHEN p.part_version IS NULL THEN 0 ELSE 1 END AS pinned,
@@ -157,25 +158,30 @@ const SQL = {
           FROM grader_parts p JOIN graders g ON g.id = p.part_id
           LEFT JOIN grader_versions v ON v.grader_id = p.part_id AND v.version = p.part_version
           WHERE p.combined_id = ? ORDER BY p.position`,
-  insertConfigured: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id)
-                     VALUES (?, ?, ?, ?, ?, '', '', ?, 0, '[]', ?, ?, ?, ?)`,
+  insertConfigured: `INSERT INTO graders (id, project, key, kind, description, source, compiled, source_sha256, locked, warnings, created_at, updated_at, config, model_id, bytes)
+                     VALUES (?, ?, ?, ?, ?, '', '', ?, 0, '[]', ?, ?, ?, ?, ?)`,
+  taken: "SELECT 1 AS taken FROM graders WHERE project = ? AND key = ?",
   usedBy: "SELECT c.key FROM grader_parts p JOIN graders c ON c.id = p.combined_id WHERE p.part_id = ? ORDER BY c.key",
 };
 
 export class GraderStore {
   private readonly db: Db;
   private readonly models: ModelStore;
+  private readonly quotas: ProjectQuotas;
 
-  constructor(db: Db, models: ModelStore) {
+  constructor(db: Db, models: ModelStore, quotas: ProjectQuotas) {
     this.db = db;
     this.models = models;
+    this.quotas = quotas;
   }
 
   /** Stores a function grader and its version 1. */
   async insert(g: NewGrader): Promise<GraderRow> {
     const id = randomUUID();
     const now = new Date().toISOString();
-    return this.create(g.project, g.key, async (q) => {
+    const samples = JSON.stringify(g.samples ?? []);
+    // the row's copy of its current version is not counted again: the version's row is
+    return this.create(g.project, g.key, versionBytes(g, samples), async (q) => {
       await q.run(SQL.insert, [
         id,
         g.project,
@@ -189,17 +195,18 @@ export class GraderStore {
         now,
         now,
       ]);
-      await insertVersion(q, id, 1, g, JSON.stringify(g.samples ?? []), now);
+      await insertVersion(q, id, 1, g, samples, now);
     });
   }
 
   /** Stores a combined grader; its parts must be function graders of the same project. */
   async insertCombined(g: { project: string; key: string; description: string; mode: CombineMode; parts: Part[] }): Promise<GraderRow> {
     const id = randomUUID();
-    return this.create(g.project, g.key, async (q) => {
+    const bytes = byteSize(g.description);
+    return this.create(g.project, g.key, bytes, async (q) => {
       if (await this.read(q, g.project, g.key)) throw graderExists(g.project, g.key);
       const now = new Date().toISOString();
-      await q.run(SQL.insertCombined, [id, g.project, g.key, g.mode, g.description, now, now]);
+      await q.run(SQL.insertCombined, [id, g.project, g.key, g.mode, g.description, now, now, bytes]);
       for (const [position, part] of g.parts.entries()) {
         const row = await this.read(q, g.project, part.graderKey);
         if (!row)
@@ -250,7 +257,8 @@ export class GraderStore {
   ): Promise<GraderRow> {
     const now = new Date().toISOString();
     const config = JSON.stringify(g.spec);
-    return this.create(g.project, g.key, async (q) => {
+    const bytes = byteSize(config, g.description);
+    return this.create(g.project, g.key, bytes, async (q) => {
       await q.run(SQL.insertConfigured, [
         randomUUID(),
         g.project,
@@ -262,18 +270,26 @@ export class GraderStore {
         now,
         config,
         modelId,
+        bytes,
       ]);
     });
   }
 
   /**
-   * Stores a new grader: `write` runs its statements in one transaction, a key already taken is
-   * GRADER_EXISTS, and the stored row is returned. Nothing is published: no node caches a grader
-   * that does not exist yet (GRADER_NOT_FOUND is not remembered), so none has anything to drop.
+   * Stores a new grader of `bytes`: `write` runs its statements in one transaction, once the
+   * project's quotas have room (else QUOTA_EXCEEDED); a key already taken is GRADER_EXISTS, and the
+   * stored row is returned. Nothing is published: no node caches a grader that does not exist yet
+   * (GRADER_NOT_FOUND is not remembered), so none has anything to drop.
    */
-  private async create(project: string, key: string, write: (q: Queryable) => Promise<void>): Promise<GraderRow> {
+  private async create(project: string, key: string, bytes: number, write: (q: Queryable) => Promise<void>): Promise<GraderRow> {
     try {
-      await this.db.tx((q) => write(q));
+      await this.db.tx(async (q) => {
+        await this.quotas.lock(q, project);
+        // a taken key is answered as such, not as a quota a new grader would exceed
+        if (await q.get(SQL.taken, [project, key])) throw graderExists(project, key);
+        await this.quotas.check(q, project, { grader: true, bytes });
+        await write(q);
+      });
     } catch (error) {
       if (isUniqueViolation(error)) throw graderExists(project, key);
       throw error;

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { type Db, isUniqueViolation, type Queryable } from "../db/db.ts";
 import { AppError } from "../errors.ts";
 import type { ModelRow } from "../judges/spec.ts";
+import type { ProjectQuotas } from "./quotas.ts";
 
 interface RawModel {
   id: string;
@@ -46,14 +47,19 @@ const SQL = {
 
 export class ModelStore {
   private readonly db: Db;
+  private readonly quotas: ProjectQuotas;
 
-  constructor(db: Db) {
+  constructor(db: Db, quotas: ProjectQuotas) {
     this.db = db;
+    this.quotas = quotas;
   }
 
   async insert(m: Omit<ModelRow, "id" | "createdAt">): Promise<ModelRow> {
     try {
       await this.db.tx(async (q, publish) => {
+        await this.quotas.lock(q, m.project);
+        // a taken key is MODEL_EXISTS (the insert's unique violation), not a quota
+        if (!(await q.get(SQL.get, [m.project, m.key]))) await this.quotas.checkOne(q, m.project, "models");
         await q.run(SQL.insert, [
           randomUUID(),
           m.project,

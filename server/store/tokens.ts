@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Db } from "../db/db.ts";
 import { GradeTokenOptions } from "../trainers/token-options.ts";
+import type { ProjectQuotas } from "./quotas.ts";
 
 /**
  * `gbr-` and 40 lower-case hex digits (160 bits): one DNS label (NeMo Gym's host-based address is
@@ -41,7 +42,6 @@ interface Row extends Omit<GradeTokenInfo, "options"> {
 
 const COLUMNS = `id, project, grader_key AS "grader", prefix, label, options, created_at AS "createdAt", revoked_at AS "revokedAt"`;
 const SQL = {
-  addProject: "INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
   insert: "INSERT INTO grade_tokens (id, project, grader_key, prefix, hash, label, options, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
   verify: `SELECT ${COLUMNS} FROM grade_tokens WHERE hash = ? AND revoked_at IS NULL`,
   list: `SELECT ${COLUMNS} FROM grade_tokens WHERE project = ? AND grader_key = ? ORDER BY created_at, id`,
@@ -62,7 +62,10 @@ function fromRow(row: Row): GradeTokenInfo {
 }
 
 export class GradeTokens {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly quotas: ProjectQuotas,
+  ) {}
 
   /** A new token for the grader; the token itself is returned only here. */
   async create(
@@ -84,7 +87,8 @@ export class GradeTokens {
     };
     // nothing to publish: an unknown token is never cached, so a new one is found at its first use
     await this.db.tx(async (q) => {
-      await q.run(SQL.addProject, [project, info.createdAt]);
+      await this.quotas.lock(q, project);
+      await this.quotas.checkOne(q, project, "gradeTokens");
       await q.run(SQL.insert, [info.id, project, grader, info.prefix, hashToken(token), label, JSON.stringify(options), info.createdAt]);
     });
     return { token, info };

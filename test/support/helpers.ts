@@ -49,7 +49,7 @@ export async function startServer(opts: { env?: Record<string, string>; listen?:
     GRADEBOX_PORT: "0",
     ...opts.env,
   });
-  const store = await Store.open({ db: config.dbPath, pgPool: config.pgPool });
+  const store = await Store.open({ db: config.dbPath, pgPool: config.pgPool, quotas: config.quotas });
   const pool = new SandboxPool(poolOptions(config));
   await pool.start();
   const metricsToken = bootstrapMetricsToken(config);
