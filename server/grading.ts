@@ -129,12 +129,14 @@ export class Grading {
    */
   async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[], run: GradeRun = {}): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
-    const { grouping, deadlineAt } = run;
+    const { grouping, deadlineAt, signal } = run;
     const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
+    const timeout = deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now())));
     const options: PartRun = {
       deadlineAt,
       groups: grouping?.sizes,
-      deadline: deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now()))),
+      // outbound calls stop at the deadline or when the caller gives up, whichever comes first
+      deadline: timeout && signal ? AbortSignal.any([timeout, signal]) : (timeout ?? signal),
       onUnavailable: run.onUnavailable ?? "error",
     };
     const outcomes = await this.gradeOrdered(row, code, ordered, options);
@@ -192,6 +194,11 @@ export interface GradeRun {
   grouping?: Grouping;
   /** a judge's model or an endpoint that does not answer: the thread's error (default) or an abstention */
   onUnavailable?: "error" | "abstain";
+  /**
+   * the caller is gone (a reward socket closed): its judges' and endpoints' calls are aborted and
+   * their threads abstain as at a deadline; the sandbox finishes what it was given, within its time limit
+   */
+  signal?: AbortSignal;
 }
 
 /** What every part of one grading gets: the deadline (as a time and as a signal for outbound calls) and the group sizes. */
