@@ -34,6 +34,9 @@ const EnvSchema = z.object({
     .min(1024)
     .max(64 * 1024 * 1024 * 1024)
     .optional(),
+  // reward-protocol WebSockets (…/reward/ws) one project may have open at once, and the bytes one socket may queue to its client
+  GRADEBOX_REWARD_SOCKETS_PER_PROJECT: int(8, 1, 10_000),
+  GRADEBOX_REWARD_SOCKET_BUFFER_BYTES: int(64 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
   GRADEBOX_MAX_BATCH: int(1000, 1, 100_000),
   GRADEBOX_MAX_TURNS: int(1000, 1, 100_000),
   GRADEBOX_MAX_CONTENT: int(1_000_000, 1, 100_000_000),
@@ -119,6 +122,10 @@ export interface Config {
   bodyBytesInFlight: number;
   /** request body bytes one project holds at once */
   bodyBytesPerProject: number;
+  /** reward sockets one project may have open at once (GRADEBOX_REWARD_SOCKETS_PER_PROJECT) */
+  rewardSocketsPerProject: number;
+  /** bytes one reward socket may queue to its client: an answer over them is refused (GRADEBOX_REWARD_SOCKET_BUFFER_BYTES) */
+  rewardSocketBufferBytes: number;
   maxBatch: number;
   maxTurns: number;
   /** characters per turn content */
@@ -176,6 +183,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.GRADEBOX_BODY_LIMIT,
     bodyBytesInFlight,
     bodyBytesPerProject,
+    rewardSocketsPerProject: e.GRADEBOX_REWARD_SOCKETS_PER_PROJECT,
+    rewardSocketBufferBytes: e.GRADEBOX_REWARD_SOCKET_BUFFER_BYTES,
     maxBatch: e.GRADEBOX_MAX_BATCH,
     maxTurns: e.GRADEBOX_MAX_TURNS,
     maxContent: e.GRADEBOX_MAX_CONTENT,

@@ -51,6 +51,8 @@ export const ERRORS = {
   ENDPOINT_INVALID_RESPONSE: { status: 502, title: "The external endpoint's answer breaks the protocol" },
   VALIDATION_RATE_LIMITED: { status: 429, title: "Too many validations took their worker down" },
   TOO_MANY_BODIES: { status: 429, title: "The project has too many request body bytes in flight" },
+  TOO_MANY_SOCKETS: { status: 429, title: "The project has too many reward sockets open" },
+  ANSWER_TOO_LARGE: { status: 413, title: "The answer is larger than a reward socket may queue" },
   INTERNAL: { status: 500, title: "Internal server error" },
   SANDBOX_UNAVAILABLE: { status: 503, title: "No sandbox worker is available" },
   BODY_CAPACITY: { status: 503, title: "The server has too many request body bytes in flight" },

@@ -133,6 +133,7 @@ export class Grading {
     const { grouping, deadlineAt } = run;
     const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
     const timeout = deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now())));
+    // outbound calls stop at the deadline or when the client goes away, whichever comes first
     const stops = [timeout, run.clientGone].filter((x): x is AbortSignal => x !== undefined);
     const options: PartRun = {
       deadlineAt,
@@ -197,7 +198,11 @@ export interface GradeRun {
   grouping?: Grouping;
   /** a judge's model or an endpoint that does not answer: the thread's error (default) or an abstention */
   onUnavailable?: "error" | "abstain";
-  /** aborted when the client went away: the model and endpoint calls not yet made are not made */
+  /**
+   * aborted when the client went away (an HTTP request's connection, a reward socket): the model
+   * and endpoint calls not yet made are not made, and their threads abstain as at a deadline; the
+   * sandbox finishes what it was given, within its time limit
+   */
   clientGone?: AbortSignal;
 }
 

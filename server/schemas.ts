@@ -351,8 +351,8 @@ const PROBLEM_EXTRAS = {
   actual: { codes: ["VALIDATION_FAILED"], schema: z.number().describe("test_run check: the score the sample got") },
   version: { codes: [...GRADE_ERROR_CODES, "ABSTAINED"], schema: z.number().describe("the version of the grader that failed") },
   limit: {
-    codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE", "TOO_MANY_BODIES", "BODY_CAPACITY"],
-    schema: z.number().describe("the limit exceeded (bytes or threads)"),
+    codes: ["SOURCE_TOO_LARGE", "BATCH_TOO_LARGE", "TOO_MANY_BODIES", "BODY_CAPACITY", "TOO_MANY_SOCKETS"],
+    schema: z.number().describe("the limit exceeded (bytes, threads or sockets)"),
   },
   size: { codes: ["SOURCE_TOO_LARGE"], schema: z.number().describe("the source's size in bytes of UTF-8") },
   usedBy: {

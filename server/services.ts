@@ -14,6 +14,7 @@ import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
 import { Metrics } from "./metrics.ts";
 import { OutboundGate } from "./outbound.ts";
+import { RewardSockets } from "./reward-sockets.ts";
 import { SecretBox } from "./secrets/box.ts";
 import { parseGrants, Secrets } from "./secrets/secrets.ts";
 import { EndpointGraders } from "./services/endpoint-graders.ts";
@@ -42,6 +43,8 @@ export interface Services {
   judgeGraders: JudgeGraders;
   endpointGraders: EndpointGraders;
   models: Models;
+  /** reward-protocol WebSockets open per project (both addresses of the protocol) */
+  rewardSockets: RewardSockets;
   /** stops hearing the pool and closes the outbound connections (the app's onClose) */
   close(): Promise<void>;
 }
@@ -128,6 +131,7 @@ export function buildServices({
     judgeGraders: new JudgeGraders(store, grading),
     endpointGraders: new EndpointGraders(store, grading, secrets),
     models: new Models(store, judges, egress, secrets),
+    rewardSockets: new RewardSockets(config.rewardSocketsPerProject),
     async close() {
       pool.off("graderFault", onFault);
       pool.off("validationFault", onValidationFault);

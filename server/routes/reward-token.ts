@@ -12,16 +12,13 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { Config } from "../config.ts";
-import type { Grading } from "../grading.ts";
-import type { Store } from "../store.ts";
 import { authenticateToken, grantOf } from "../token-auth.ts";
-import { FramingQuery, REWARD_SCHEMAS, rewardProtocol } from "./reward.ts";
+import { FramingQuery, REWARD_SCHEMAS, type RewardServices, rewardProtocol } from "./reward.ts";
 
 const base = "/v1/reward/:token";
 const hidden = { hide: true } as const;
 
-export async function rewardTokenRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
+export async function rewardTokenRoutes(fastify: FastifyInstance, opts: RewardServices) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const protocol = rewardProtocol(opts);
   fastify.addHook("onRequest", authenticateToken(opts.store.cache));

@@ -16,6 +16,7 @@ import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
 import { named } from "../openapi.ts";
 import type { Provenance } from "../results.ts";
+import type { RewardSockets } from "../reward-sockets.ts";
 import { errorResponses, GRADING, GraderParams, IN_PROJECT, json, MAX_METADATA_DEPTH, nestsDeeperThan, WITH_BODY } from "../schemas.ts";
 import type { Store } from "../store.ts";
 import { upgradeRequest, wantsUpgrade } from "../websocket.ts";
@@ -45,7 +46,7 @@ const RewardInfo = z
   .meta({ id: "RewardInfo" });
 
 /** The protocol's request schemas and handlers, by project and grader: what every address of the protocol serves. */
-export function rewardProtocol({ config, store, grading }: { config: Config; store: Store; grading: Grading }) {
+export function rewardProtocol({ config, store, grading, rewardSockets }: RewardServices) {
   const Turn = RewardTurn.extend({
     content: z
       .string()
@@ -81,9 +82,9 @@ export function rewardProtocol({ config, store, grading }: { config: Config; sto
     .describe("a batch of reward-server protocol requests");
   type Request = z.infer<typeof Request>;
 
-  async function grade(project: string, key: string, requests: Request[], route: "grade" | "grade-batch") {
+  async function grade(project: string, key: string, requests: Request[], route: "grade" | "grade-batch", signal?: AbortSignal) {
     const threads: WireThread[] = requests.map((r) => ({ turns: r.turns, metadata: r.metadata ?? {} }));
-    return grading.gradeByKey(project, key, threads, { route });
+    return grading.gradeByKey(project, key, threads, { route, clientGone: signal });
   }
   /** the protocol's answer has no room of its own for provenance: it travels in each reward's metadata, under `gradebox` */
   const answer = (outcome: GradeOutcome, request: Request, provenance: Provenance, index?: number) => {
@@ -109,12 +110,12 @@ export function rewardProtocol({ config, store, grading }: { config: Config; sto
       ...(request.id === undefined ? {} : { id: request.id }),
     };
   };
-  const score = async (project: string, key: string, request: Request) => {
-    const { outcomes, provenance } = await grade(project, key, [request], "grade");
+  const score = async (project: string, key: string, request: Request, signal?: AbortSignal) => {
+    const { outcomes, provenance } = await grade(project, key, [request], "grade", signal);
     return answer(outcomes[0], request, provenance);
   };
-  const batchScore = async (project: string, key: string, { requests }: z.infer<typeof BatchRequest>) => {
-    const { outcomes, provenance } = await grade(project, key, requests, "grade-batch");
+  const batchScore = async (project: string, key: string, { requests }: z.infer<typeof BatchRequest>, signal?: AbortSignal) => {
+    const { outcomes, provenance } = await grade(project, key, requests, "grade-batch", signal);
     return { responses: outcomes.map((o, i) => answer(o, requests[i], provenance, i)) };
   };
 
@@ -142,17 +143,36 @@ export function rewardProtocol({ config, store, grading }: { config: Config; sto
       if (!wantsUpgrade(req)) {
         throw new AppError("INVALID_REQUEST", `${path} is a WebSocket: connect with Upgrade: websocket (ws:// or wss://)`);
       }
-      // an unknown grader is refused over HTTP, before the upgrade
+      // an unknown grader, or a project with all its sockets open, is refused over HTTP, before the upgrade
       await store.mustGet(project, key);
+      const release = rewardSockets.take(project);
+      // the connection's end, whether or not the upgrade completed
+      const connection = req.raw.socket;
+      if (connection.destroyed) release();
+      else connection.once("close", release);
       const ws = await upgradeRequest(fastify, req, reply);
-      serveRewardSocket(ws, framing, {
-        score: Request,
-        batch: BatchRequest,
-        onScore: (request) => score(project, key, request),
-        onBatch: (request) => batchScore(project, key, request),
-      });
+      serveRewardSocket(
+        ws,
+        framing,
+        {
+          score: Request,
+          batch: BatchRequest,
+          onScore: (request, signal) => score(project, key, request, signal),
+          onBatch: (request, signal) => batchScore(project, key, request, signal),
+        },
+        { project, budget: fastify.bodyBudget, bufferBytes: config.rewardSocketBufferBytes },
+      );
     },
   };
+}
+
+/** What the protocol's addresses are served with (the app's services). */
+export interface RewardServices {
+  config: Config;
+  store: Store;
+  grading: Grading;
+  /** open sockets per project, shared by both addresses */
+  rewardSockets: RewardSockets;
 }
 
 /** The route schemas' shared parts, for both addresses of the protocol. */
@@ -166,7 +186,7 @@ export const FramingQuery = z
   })
   .describe("how answers are framed");
 
-export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Config; store: Store; grading: Grading }) {
+export async function rewardRoutes(fastify: FastifyInstance, opts: RewardServices) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const protocol = rewardProtocol(opts);
   const { Request, BatchRequest } = protocol;
@@ -243,10 +263,15 @@ export async function rewardRoutes(fastify: FastifyInstance, opts: { config: Con
           "Adaptive's servers frame them, `{id, total_num_chunks}` then `{id, chunk}` messages whose chunks joined are the " +
           "response (framing=whole: the response itself, one message); a failure is `{id, error: {code, message}}`. At most " +
           "64 requests of a socket are graded at once (it is not read past them); a message over the body limit closes it " +
-          "(1009), a binary one (1003), 16 invalid ones (1008). Without an upgrade: 400 INVALID_REQUEST.",
+          "(1009), a binary one (1003), 16 invalid ones (1008). A request being graded holds its message's bytes of the " +
+          "project's body budget, as an HTTP body does: past it the request is answered TOO_MANY_BODIES or BODY_CAPACITY " +
+          "(retry after `retryAfter` seconds). An answer larger than a socket may queue (GRADEBOX_REWARD_SOCKET_BUFFER_BYTES) " +
+          "is ANSWER_TOO_LARGE; a client that leaves that much unread is dropped. Closing the socket cancels its grading. " +
+          "A project has at most GRADEBOX_REWARD_SOCKETS_PER_PROJECT sockets open: past it the upgrade is refused, " +
+          "429 TOO_MANY_SOCKETS. Without an upgrade: 400 INVALID_REQUEST.",
         params: GraderParams,
         querystring: FramingQuery,
-        response: errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "INVALID_REQUEST"),
+        response: errorResponses(...IN_PROJECT, "GRADER_NOT_FOUND", "INVALID_REQUEST", "TOO_MANY_SOCKETS"),
       },
     },
     async (req, reply) => {
