@@ -270,6 +270,17 @@ describe("the meter", () => {
     assert.ok(meter.units <= 2 * 10_000 + 10, `${meter.units} units`);
   });
 
+  test("an enum of objects against a metadata object of many keys charges its keys, counted once, not once per enum entry", () => {
+    const schema = { type: "object", enum: Array.from({ length: 1000 }, (_, i) => ({ a: i })) };
+    const wide = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, 0]));
+    const meter = new SchemaMeter();
+    assert.equal(ours(schema, wide, meter), oracle(schema, wide));
+    // the value's 20,000 keys are charged (they are enumerated) once; each entry's comparison is then a unit
+    assert.ok(meter.units >= 20_000 && meter.units < 25_000, `${meter.units} units`);
+    // past the thread's budget, the wide value stops the check instead of passing uncharged
+    assert.throws(() => ours(schema, wide, new SchemaMeter(10_000, 100_000)), SchemaBudgetExceeded);
+  });
+
   test("the batch's budget bounds the sum of its threads' checks", () => {
     const check = compileMetadataSchema({ properties: { xs: { items: { type: "number" } } } });
     const meter = new SchemaMeter(1_000, 2_500);
