@@ -51,6 +51,7 @@ const EnvSchema = z.object({
   GRADEBOX_PG_POOL: int(10, 1, 1000),
   // outbound calls (judge models, endpoints) in flight at once: per project, and on the node
   GRADEBOX_OUTBOUND_PER_PROJECT: int(64, 1, 10_000),
+  GRADEBOX_LOOP_WORK_PER_PROJECT: int(4, 1, 1_000),
   GRADEBOX_OUTBOUND_MAX: int(512, 1, 100_000),
   // host names and CIDRs outbound calls (judge models) may reach beyond public addresses
   GRADEBOX_EGRESS_ALLOW: z
@@ -136,6 +137,8 @@ export interface Config {
   quotas: Quotas;
   /** outbound calls of one project in flight at once (GRADEBOX_OUTBOUND_PER_PROJECT) */
   outboundPerProject: number;
+  /** judge and endpoint gradings of one project doing their work on the event loop at once (GRADEBOX_LOOP_WORK_PER_PROJECT; loop-share.ts) */
+  loopWorkPerProject: number;
   /** outbound calls of the node in flight at once (GRADEBOX_OUTBOUND_MAX) */
   outboundMax: number;
   /** GRADEBOX_EGRESS_ALLOW: host names and CIDRs outbound calls may reach beyond public addresses */
@@ -199,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     egressAllow: e.GRADEBOX_EGRESS_ALLOW,
     outboundPerProject: e.GRADEBOX_OUTBOUND_PER_PROJECT,
+    loopWorkPerProject: e.GRADEBOX_LOOP_WORK_PER_PROJECT,
     outboundMax: e.GRADEBOX_OUTBOUND_MAX,
     secretGrants: e.GRADEBOX_SECRET_GRANTS,
     ...(e.GRADEBOX_SECRETS_KEY ? { secretsKey: e.GRADEBOX_SECRETS_KEY } : {}),

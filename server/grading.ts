@@ -13,12 +13,13 @@ import { AppError } from "./errors.ts";
 import { type Grouping, inGroupOrder, inRequestOrder } from "./groups.ts";
 import type { Judges, JudgeTarget } from "./judges/judges.ts";
 import type { JudgeSpec } from "./judges/spec.ts";
+import { LoopShare } from "./loop-share.ts";
 import type { Metrics } from "./metrics.ts";
 import { RequestWork } from "./request-work.ts";
 import { type Provenance, provenanceOf } from "./results.ts";
 import { type GraderRow, type ResolvedPart, sandboxId } from "./store/graders.ts";
 import type { Store } from "./store.ts";
-import type { OutboundOptions } from "./upstream.ts";
+import { DeadlineError, deadlineAbstention, type OutboundOptions } from "./upstream.ts";
 
 const QUARANTINE_CAUSE: Partial<Record<GraderRow["kind"], string>> = {
   judge: "its template went over its budget",
@@ -35,6 +36,7 @@ export class Grading {
     private readonly metrics: Metrics,
     readonly judges: Judges,
     readonly endpoints: Endpoints,
+    private readonly loopShare = new LoopShare(Number.POSITIVE_INFINITY),
   ) {}
 
   /** fault writes in flight, by grader id */
@@ -143,7 +145,22 @@ export class Grading {
       // every part of a combined grader draws on the one request's budgets
       work: new RequestWork(),
     };
-    const outcomes = await this.gradeOrdered(row, code, ordered, options);
+    // judges and endpoints do their work on this event loop: a project takes its turn among its own
+    let release: (() => void) | undefined;
+    if (onTheLoop(row)) {
+      try {
+        release = await this.loopShare.enter(row.project, options.deadline);
+      } catch (error) {
+        if (error instanceof DeadlineError) return threads.map(() => deadlineAbstention());
+        throw error;
+      }
+    }
+    let outcomes: GradeOutcome[];
+    try {
+      outcomes = await this.gradeOrdered(row, code, ordered, options);
+    } finally {
+      release?.();
+    }
     return grouping ? inRequestOrder(outcomes, grouping) : outcomes;
   }
 
@@ -190,6 +207,10 @@ export function codeGrader(g: { id: string; version: number; project: string; co
   if (!g.code) throw new Error(`grader ${g.id} is not a code grader`);
   return { id: sandboxId(g.id, g.version), project: g.project, language: "code", compiled: JSON.stringify(g.code) };
 }
+
+/** A judge, an endpoint, or a combined grader with one among its parts: work on the API's event loop (loop-share.ts). */
+const onTheLoop = (row: GraderRow) =>
+  row.kind === "judge" || row.kind === "endpoint" || (row.parts?.some((p) => p.kind === "judge" || p.kind === "endpoint") ?? false);
 
 /** How a request asks for its threads to be graded (POST …/grade-batch's options). */
 export interface GradeRun {

@@ -12,6 +12,7 @@ import { Endpoints, MAX_ENDPOINT_RESPONSE_BYTES } from "./endpoints/endpoints.ts
 import { Grading } from "./grading.ts";
 import { Judges } from "./judges/judges.ts";
 import { MAX_RESPONSE_BYTES } from "./judges/model-client.ts";
+import { LoopShare } from "./loop-share.ts";
 import { Metrics } from "./metrics.ts";
 import { OutboundGate } from "./outbound.ts";
 import { RewardSockets } from "./reward-sockets.ts";
@@ -82,7 +83,7 @@ export function buildServices({
     // an endpoint's WebSocket connects where the dispatcher's connections may
     egress,
   });
-  const grading = new Grading(store, pool, metrics, judges, endpoints);
+  const grading = new Grading(store, pool, metrics, judges, endpoints, new LoopShare(config.loopWorkPerProject));
   // validations that take their worker down count per project (a rate limit after a few)
   const validations = new ValidationLimiter();
   const validation = new Validation(pool, validations);

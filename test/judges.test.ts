@@ -730,3 +730,35 @@ test("the SDK: client.models.*, graders.create.{binaryJudge,prebuiltJudge,rubric
     (e: unknown) => e instanceof UnprocessableEntityError && e.code === "INVALID_THREAD",
   );
 });
+
+describe("one project's share of the event loop", () => {
+  let one: TestServer;
+  before(async () => {
+    one = await startServer({ env: { GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32", GRADEBOX_LOOP_WORK_PER_PROJECT: "1" } });
+    for (const project of ["busy", "calm"]) {
+      const m = await call(one.app, "POST", `/v1/projects/${project}/models`, {
+        key: "m",
+        baseURL: fake.url,
+        model: "judge-1",
+        maxConcurrency: 8,
+      });
+      assert.equal(m.status, 201, JSON.stringify(m.body));
+      const j = await call(one.app, "POST", `/v1/projects/${project}/graders/binary-judge`, { key: "j", criteria: "c", judgeModel: "m" });
+      assert.equal(j.status, 201, JSON.stringify(j.body));
+    }
+  });
+  after(() => one.close());
+
+  test("a project's judge gradings take turns (GRADEBOX_LOOP_WORK_PER_PROJECT), another project's run beside them", async () => {
+    fake.on(/slow/, { json: { reasoning: "ok", verdict: "PASS" }, delayMs: 150 });
+    const grade = (project: string) => call(one.app, "POST", `/v1/projects/${project}/graders/j/grade`, { thread: qa("slow") });
+    const answers = await Promise.all([grade("busy"), grade("busy"), grade("busy"), grade("calm")]);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 200, 200],
+    );
+    // busy's three ran one at a time, calm's beside them: never more than two calls at the model
+    assert.equal(fake.maxInFlight, 2);
+    assert.equal(fake.requests.length, 4);
+  });
+});
