@@ -235,6 +235,33 @@ describe("the metadata schema's check is metered", () => {
     assert.ok(units > 3_000_000 && units <= 4_000_002, `${units} units`);
   });
 
+  test("a request reads at most 64 MB of endpoint replies in all, however many parts: past it the rest are not read", async () => {
+    await endpoint("fat", undefined);
+    const combined = await call(s.app, "POST", `${P}/graders/combined`, {
+      key: "fat-nine",
+      mode: "weighted",
+      graders: Array.from({ length: 9 }, (_, k) => ({ graderKey: "fat", name: `p${k}` })),
+    });
+    assert.equal(combined.status, 201, JSON.stringify(combined.body));
+    // every answer carries 16,000 characters of metadata (a response's most): a part's replies to 500 threads are 8 MB, nine parts' 72 MB
+    const pad = "x".repeat(16_000);
+    rewards.reply = (_path, body) => ({
+      body: JSON.stringify({
+        responses: (body.requests as Array<{ id: string }>).map((q) => ({ reward: 0.5, id: q.id, metadata: { pad } })),
+      }),
+    });
+    const results = await grade(
+      "fat-nine",
+      Array.from({ length: 500 }, (_, i) => thread({ i })),
+    );
+    const failed = results.filter((r) => r.error);
+    assert.ok(failed.length > 0 && failed.length < 500, `${failed.length} failed`);
+    for (const r of failed) {
+      assert.equal(r.error?.code, "COMPONENT_FAILED");
+      assert.match(r.error?.message ?? "", /ENDPOINT_INVALID_RESPONSE: not read: this request's endpoint replies would pass 64 MB in all/);
+    }
+  });
+
   test("a normal schema: metadata that fits is graded, the rest refused in ajv's words", async () => {
     await endpoint("normal", {
       type: "object",

@@ -16,6 +16,7 @@ import { AppError } from "../errors.ts";
 import { parseUntrustedJson } from "../json-body.ts";
 import type { Metrics } from "../metrics.ts";
 import type { OutboundGate } from "../outbound.ts";
+import { MAX_REQUEST_REPLY_BYTES, type RequestWork } from "../request-work.ts";
 import { MAX_METADATA_DEPTH } from "../schemas.ts";
 import {
   DeadlineError,
@@ -202,8 +203,8 @@ export class Endpoints {
               upstream.call(async (signal) => {
                 const headers = await this.headersFor(target.project, spec);
                 return spec.batch
-                  ? this.batchScore(spec, items.map(request), signal, headers)
-                  : this.score(spec, request(items[0]), signal, headers);
+                  ? this.batchScore(spec, items.map(request), signal, headers, work)
+                  : this.score(spec, request(items[0]), signal, headers, work);
               }, deadline),
             deadline,
           );
@@ -361,6 +362,7 @@ export class Endpoints {
     requests: ScoreRequest[],
     signal: AbortSignal,
     secretHeaders: Record<string, string>,
+    work?: RequestWork,
   ): Promise<GradeOutcome[]> {
     const reply = await this.send(
       "POST",
@@ -372,6 +374,7 @@ export class Endpoints {
       secretHeaders,
       replyBytes(requests.length),
       requests.length,
+      work,
     );
     const parsed = BatchScoreResponse.safeParse(reply);
     if (!parsed.success) throw invalid(`/batch_score: ${issue(parsed.error)}`);
@@ -386,8 +389,11 @@ export class Endpoints {
     request: ScoreRequest,
     signal: AbortSignal,
     secretHeaders: Record<string, string>,
+    work?: RequestWork,
   ): Promise<GradeOutcome[]> {
-    const parsed = ScoreResponse.safeParse(await this.send("POST", spec, "/score", request, signal, false, secretHeaders, replyBytes(1)));
+    const parsed = ScoreResponse.safeParse(
+      await this.send("POST", spec, "/score", request, signal, false, secretHeaders, replyBytes(1), undefined, work),
+    );
     if (!parsed.success) throw invalid(`/score: ${issue(parsed.error)}`);
     return [scored(parsed.data, request.id as number)];
   }
@@ -407,7 +413,11 @@ export class Endpoints {
     secretHeaders: Record<string, string>,
     maxBytes: number,
     maxItems?: number,
+    work?: RequestWork,
   ): Promise<unknown> {
+    // a reply is read no further than what is left of its request's budget
+    const left = work?.replyBytes ?? Number.POSITIVE_INFINITY;
+    if (left <= 0) throw invalid(REPLIES_OVER_BUDGET);
     const headers: Record<string, string> = { ...secretHeaders, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     let text: string;
@@ -429,11 +439,16 @@ export class Endpoints {
         throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}${redirected}`, response.headers);
       }
       // size, nesting and the count of responses, checked as it streams: before JSON.parse, zod or any recursive walk
-      text = await readReply(response.body, path, { maxBytes, maxDepth: MAX_ANSWER_DEPTH, maxItems });
+      text = await readReply(response.body, path, { maxBytes: Math.min(maxBytes, left), maxDepth: MAX_ANSWER_DEPTH, maxItems });
     } catch (error) {
-      if (error instanceof UpstreamError) throw error;
+      if (error instanceof UpstreamError) {
+        // cut short by the request's budget rather than by the reply's own cap
+        if (left < maxBytes && error.message.includes(`answered over ${left} bytes`)) throw invalid(REPLIES_OVER_BUDGET);
+        throw error;
+      }
       throw transportError(error, signal.aborted, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
     }
+    if (work && !work.takeReply(Buffer.byteLength(text))) throw invalid(REPLIES_OVER_BUDGET);
     let value: unknown;
     try {
       value = parseUntrustedJson(text);
@@ -451,6 +466,7 @@ const overBudget = (e: SchemaBudgetExceeded) =>
     : `checking this batch's metadata against the endpoint's metadata schema took more than ${e.limit} units of work in all ` +
       "(a unit: one schema keyword applied to one value); send smaller batches or less metadata";
 const invalid = (message: string) => new UpstreamError("invalid", message);
+const REPLIES_OVER_BUDGET = `not read: this request's endpoint replies would pass ${MAX_REQUEST_REPLY_BYTES / 1024 / 1024} MB in all (every part of a combined grader counts); send fewer threads per request, or have the endpoint answer less metadata`;
 const issue = (error: { issues: Array<{ path: PropertyKey[]; message: string }> }) => {
   const first = error.issues[0];
   return first ? `${first.path.map(String).join(".") || "the body"}: ${first.message}` : "bad shape";
