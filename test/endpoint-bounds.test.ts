@@ -70,11 +70,13 @@ class RewardServer {
     const all = [...pieces].join("");
     const total = Buffer.byteLength(all);
     const socket = res.socket;
+    // a kept-alive socket has carried earlier answers: count this one's bytes only
+    const before = socket?.bytesWritten ?? 0;
     let closed = () => {};
     const record = { written: 0, total, closedEarly: false, closed: new Promise<void>((resolve) => (closed = resolve)) };
     this.streamed.push(record);
     res.on("close", () => {
-      record.written = socket?.bytesWritten ?? 0;
+      record.written = (socket?.bytesWritten ?? 0) - before;
       record.closedEarly = !res.writableFinished;
       closed();
     });
