@@ -6,9 +6,9 @@
 // The budgets per request: the endpoint metadata schema check's batch budget (SCHEMA_UNITS.batch,
 // metered-schema.ts), the characters of judge prompts built (MAX_REQUEST_PROMPT_CHARS), and the
 // bytes of endpoint replies read (MAX_REQUEST_REPLY_BYTES: 64 parts' replies of 16 KiB metadata
-// a thread were 263 MB read for one request). A
-// request also carries the signal of its client going away, which stops the model and endpoint
-// calls it has not made yet (upstream.ts's deadline path).
+// a thread were 263 MB read for one request). clientGone is the signal of a request's client
+// going away, which stops the model and endpoint calls it has not made yet (upstream.ts's
+// deadline path). How many of a project's requests do such work at once: loop-share.ts.
 
 import type { ServerResponse } from "node:http";
 import { SchemaMeter } from "./endpoints/metered-schema.ts";
