@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import Fastify from "fastify";
-import { idleGcPlugin } from "../server/plugins/idle-gc.ts";
+import { idleGcPlugin, worthCollecting } from "../server/plugins/idle-gc.ts";
 
 const MB = 1024 * 1024;
 
@@ -53,4 +53,20 @@ test("no collection while the loop is busy", async () => {
   } finally {
     await app.close();
   }
+});
+
+test("collected too when V8 collected the burst itself but kept its pages: much more heap held than used", () => {
+  const MBs = (n: number) => n * MB;
+  const opts = { idleBelow: 0.1, growthBytes: MBs(64) };
+  const floor = { used: MBs(45), total: MBs(60) };
+  // the soak's template class: 51 MB used of 245 MB held, nothing in use grown
+  assert.equal(worthCollecting({ busy: 0.01, used: MBs(51), total: MBs(245) }, floor, opts), true);
+  // in use grown past the floor
+  assert.equal(worthCollecting({ busy: 0.01, used: MBs(120), total: MBs(130) }, floor, opts), true);
+  // neither: a heap V8 holds a little more of than it uses
+  assert.equal(worthCollecting({ busy: 0.01, used: MBs(50), total: MBs(90) }, floor, opts), false);
+  // after a collection that could not give the pages back, the same heap is not collected again and again
+  assert.equal(worthCollecting({ busy: 0.01, used: MBs(51), total: MBs(245) }, { used: MBs(50), total: MBs(240) }, opts), false);
+  // never while busy
+  assert.equal(worthCollecting({ busy: 0.5, used: MBs(51), total: MBs(245) }, floor, opts), false);
 });
