@@ -124,6 +124,24 @@ describe("through a real isolate", () => {
   const engine = new Engine({ timeoutMs: 1000, memoryMb: 64, maxWarm: 4, maxWarmHeapMb: 256 });
   after(() => engine.dispose());
 
+  test("getters a grader puts on Array.prototype's indexes do not reach the batch reader: the next batch is read as sent", async () => {
+    const v = await engine.validate(
+      "async function grade(t) { for (let i = 0; i < 8; i++) Object.defineProperty(Array.prototype, i, { get() { return 7; }, configurable: true }); return t.getTurns().length; }",
+    );
+    assert.ok(v.ok);
+    const code = { id: "index-getters", project: "t", compiled: v.compiled };
+    const threads = Array.from({ length: 10 }, () => thread("x"));
+    const slice = { single: false, sliceMs: 500, limitsInARow: 0, end: 10 };
+    assert.equal(engine.gradeSlice(code, packBatch(threads), 0, slice).outcomes.length, 10);
+    // a new batch in the patched isolate: read whole, every thread graded in one call (a grouping read from
+    // Array.prototype[2] ended every unit at 0, and the call spun to its time limit after one item)
+    const next = engine.gradeSlice(code, packBatch(threads), 0, slice);
+    assert.deepEqual(
+      next.outcomes.map((o) => ("score" in o ? o.score : JSON.stringify(o))),
+      threads.map((t) => t.turns.length),
+    );
+  });
+
   test("the grader sees every turn and the metadata as sent", async () => {
     const echo = "async function grade(t) { return { score: t.getTurns().length, metadata: { turns: t.getTurns(), meta: t.metadata } } }";
     const v = await engine.validate(echo);

@@ -34,11 +34,15 @@ export class BatchReader {
     const parsed = jsonParse(head) as [number[], Array<Record<string, unknown> | null>, (number[] | null)?, string[]?];
     this.nums = parsed[0];
     this.metadata = parsed[1];
-    this.others = parsed[3] ?? NO_ROLES;
+    // the optional elements are read only when they are there: past the array's end a read would
+    // find a getter grader code put on Array.prototype (an index 2 that answers 7 made every unit
+    // end at 0, and each later call of the grader spin to its time limit)
+    const length = parsed.length;
+    this.others = (length > 3 ? parsed[3] : undefined) ?? NO_ROLES;
     const count = this.metadata.length;
     this.numAt = new Offsets(count);
     this.textAt = new Offsets(count);
-    const groups = parsed[2];
+    const groups = length > 2 ? parsed[2] : undefined;
     if (groups !== undefined && groups !== null) {
       const ends = new Offsets(count);
       for (let g = 0, at = 0; g < groups.length; g++) {
