@@ -134,6 +134,7 @@ export class Grading {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
     const { grouping, deadlineAt } = run;
     const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
+    const onLoop = onTheLoop(row);
     const timeout = deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now())));
     // outbound calls stop at the deadline or when the client goes away, whichever comes first
     const stops = [timeout, run.clientGone].filter((x): x is AbortSignal => x !== undefined);
@@ -142,12 +143,13 @@ export class Grading {
       groups: grouping?.sizes,
       deadline: stops.length > 1 ? AbortSignal.any(stops) : stops[0],
       onUnavailable: run.onUnavailable ?? "error",
-      // every part of a combined grader draws on the one request's budgets
-      work: new RequestWork(),
+      // every part of a combined grader draws on the one request's budgets (function and code
+      // graders do their work in the sandbox: none is made for them, on the hot path)
+      ...(onLoop ? { work: new RequestWork() } : {}),
     };
     // judges and endpoints do their work on this event loop: a project takes its turn among its own
     let release: (() => void) | undefined;
-    if (onTheLoop(row)) {
+    if (onLoop) {
       try {
         release = await this.loopShare.enter(row.project, options.deadline);
       } catch (error) {

@@ -439,13 +439,11 @@ export class Endpoints {
         throw statusError(response.status, `${method} ${path} answered HTTP ${response.status}${redirected}`, response.headers);
       }
       // size, nesting and the count of responses, checked as it streams: before JSON.parse, zod or any recursive walk
-      text = await readReply(response.body, path, { maxBytes: Math.min(maxBytes, left), maxDepth: MAX_ANSWER_DEPTH, maxItems });
+      // cut short by the request's budget rather than by the reply's own cap, it says so
+      const limits = left < maxBytes ? { maxBytes: left, tooLong: REPLIES_OVER_BUDGET } : { maxBytes };
+      text = await readReply(response.body, path, { ...limits, maxDepth: MAX_ANSWER_DEPTH, maxItems });
     } catch (error) {
-      if (error instanceof UpstreamError) {
-        // cut short by the request's budget rather than by the reply's own cap
-        if (left < maxBytes && error.message.includes(`answered over ${left} bytes`)) throw invalid(REPLIES_OVER_BUDGET);
-        throw error;
-      }
+      if (error instanceof UpstreamError) throw error;
       throw transportError(error, signal.aborted, "the endpoint", MAX_ENDPOINT_RESPONSE_BYTES);
     }
     if (work && !work.takeReply(Buffer.byteLength(text))) throw invalid(REPLIES_OVER_BUDGET);

@@ -14,6 +14,8 @@ export interface ReplyLimits {
   maxDepth: number;
   /** elements of an array at the top two levels (the responses of a /batch_score reply) */
   maxItems?: number;
+  /** the message when the body passes maxBytes (default: more than a valid reply can need) */
+  tooLong?: string;
 }
 
 const QUOTE = 0x22;
@@ -88,7 +90,8 @@ export async function readReply(body: ReadableStream | null, path: string, limit
       if (within < value.length) {
         throw new UpstreamError(
           "invalid",
-          `${path} answered over ${limits.maxBytes} bytes, more than a valid reply to this request can need; no more is read`,
+          limits.tooLong ??
+            `${path} answered over ${limits.maxBytes} bytes, more than a valid reply to this request can need; no more is read`,
         );
       }
       chunks.push(value);
