@@ -150,7 +150,7 @@ export function caret(source: string, line: number, column = 1, indent = "  "): 
 
 /**
  * A server message in the command line's words: its hints name HTTP requests (`PUT …/lock
- * {"locked": false}`, `POST /v1/projects/p/models`, grade-batch's groupBy), the command names
+ * {"locked": false}`, `POST /v1/projects/p/models`, grade-batch's groupBy, the quotas' DELETEs), the command names
  * the command that does it; a sample's 0-based index in
  * the API is numbered from 1 here, as the lines of the --samples file.
  */
@@ -160,7 +160,14 @@ export function cliWords(message: string, body: Record<string, unknown> = {}): s
     .replace(/\(PUT …\/lock \{"locked": false\}\)/g, `(gradebox unlock ${key})`)
     .replace(/\(POST …\/release\)/g, `(gradebox release ${key})`)
     .replace(/\(POST \/v1\/projects\/[^/\s)]+\/models\)/g, "(gradebox models create)")
-    .replace(/\(grade-batch's groupBy or groups\)/g, "(gradebox grade --threads FILE --group-by FIELD)");
+    .replace(/\(grade-batch's groupBy or groups\)/g, "(gradebox grade --threads FILE --group-by FIELD)")
+    // quota hints (server/store/quotas.ts)
+    .replace(/\(DELETE \/v1\/projects\/[^/\s)]+\/graders\/([^/\s)]+)\/versions\/\{version\}/g, (_, k: string) =>
+      k === "{key}" ? "(gradebox rm KEY@VERSION" : `(gradebox rm ${k}@VERSION`,
+    )
+    .replace(/\(DELETE \/v1\/projects\/[^/\s)]+\/graders\/\{key\}\)/g, "(gradebox rm KEY)")
+    .replace(/\(DELETE \/v1\/projects\/[^/\s)]+\/models\/\{key\}\)/g, "(gradebox models delete KEY)")
+    .replace(/\(DELETE \/v1\/projects\/[^/\s)]+\/secrets\/\{name\}\)/g, "(gradebox secrets rm NAME)");
   if (body.check === "test_run" && typeof body.index === "number") {
     const index = body.index;
     text = text.replace(new RegExp(`\\bsample ${index}\\b`, "g"), `sample ${index + 1}`);

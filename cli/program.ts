@@ -373,13 +373,16 @@ export function clientProgram(): Command {
       }),
     );
 
-  api("rm", "delete a grader (refused while locked or used by a combined grader)")
-    .argument("<key>", "the grader key")
-    .action((key: string, opts: ApiOptions) =>
+  api("rm", "delete a grader (refused while locked or used by a combined grader), or with key@version one old version of it")
+    .argument("<key>", "the grader key, or key@version: a version neither current nor pinned, to free its quota", parseRef)
+    .action(({ key, version }: Ref, opts: ApiOptions) =>
       run(opts, async () => {
-        await client(opts).graders.delete({ graderKey: key });
-        if (opts.json) return printJson({ deleted: key });
-        console.log(`✓ deleted ${key}`);
+        const graders = client(opts).graders;
+        if (version === undefined) await graders.delete({ graderKey: key });
+        else await graders.versions.delete({ graderKey: key, version });
+        const deleted = version === undefined ? key : `${key}@${version}`;
+        if (opts.json) return printJson({ deleted });
+        console.log(`✓ deleted ${deleted}`);
       }),
     );
 

@@ -409,6 +409,14 @@ test("push on an existing key stores a new version and says so; versions, diff a
   assert.equal((await run("grade", "ver@1", "--thread", thread)).stdout.trim(), "0.25");
   assert.equal((await run("grade", "ver", "--thread", thread)).stdout.trim(), "0.5");
   assert.match((await runFail("grade", "ver@x", "--thread", thread)).stderr, /whole number/);
+
+  // rm key@version deletes one old version (to free quota); the current one is refused, the grader stays
+  assert.match((await runFail("rm", "ver@2")).stderr, /current/);
+  assert.equal((await run("rm", "ver@1")).stdout, "✓ deleted ver@1\n");
+  const left = (await run("versions", "ver")).stdout.trimEnd().split("\n");
+  assert.equal(left.length, 1);
+  assert.match(left[0], /^\* {4}2 /);
+  assert.equal((await run("grade", "ver", "--thread", thread)).stdout.trim(), "0.5");
 });
 
 test("push --samples: test_run grades the samples; --dry-run reports how their scores change and stores nothing", async () => {

@@ -6,6 +6,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { cliWords } from "../cli/api.ts";
 import { ConflictError, Gradebox } from "../sdk/index.ts";
 import { startServer, type TestServer, thread } from "./support/helpers.ts";
 
@@ -210,6 +211,27 @@ describe("counted quotas", () => {
       [used.graders.used, used.models.used, used.secrets.used, used.gradeTokens.used, used.versionsPerGrader],
       [1, 1, 1, 1, 3],
     );
+  });
+
+  test("the CLI words each quota's hint as the command that frees room", async () => {
+    const p = "cli-words";
+    const detail = async (method: string, path: string, body: unknown) => {
+      const answer = await api(p, method, path, body);
+      assert.equal(answer.body.code, "QUOTA_EXCEEDED", JSON.stringify(answer.body));
+      return cliWords(String(answer.body.detail));
+    };
+    assert.equal((await api(p, "POST", "/graders", { key: "g", source: source("1") })).status, 201);
+    for (const n of [2, 3]) assert.equal((await api(p, "PUT", "/graders/g", { source: source(`${n}`) })).status, 200);
+    assert.match(await detail("PUT", "/graders/g", { source: source("4") }), /\(gradebox rm g@VERSION; the oldest is 1\)/);
+    for (const key of ["h", "i"]) assert.equal((await api(p, "POST", "/graders", { key, source: source(key) })).status, 201);
+    assert.match(await detail("POST", "/graders", { key: "j", source: source("j") }), /\(gradebox rm KEY\)/);
+    const model = (key: string) => ({ key, baseURL: "http://127.0.0.1:9/v1", model: "m" });
+    assert.equal((await api(p, "POST", "/models", model("m1"))).status, 201);
+    assert.match(await detail("POST", "/models", model("m2")), /\(gradebox models delete KEY\)/);
+    assert.equal((await api(p, "PUT", "/secrets/s1", { value: "one" })).status, 201);
+    const secrets = await detail("PUT", "/secrets/s2", { value: "two" });
+    assert.match(secrets, /\(gradebox secrets rm NAME\)/);
+    assert.doesNotMatch(secrets, /DELETE \/v1/);
   });
 
   test("the SDK: usage(), versions.delete, and QUOTA_EXCEEDED as a ConflictError that is not retried", async () => {
