@@ -73,6 +73,8 @@ type Result = { score?: unknown; reason?: unknown; metadata?: unknown; error?: u
 interface System {
   name: "Gradebox" | "workerd";
   batch(threads: WireThread[]): Promise<Result[]>;
+  /** Gradebox: the same batch as a JSON body (the SDK sends it packed), for the packed wire's side-by-side rows */
+  batchJson?(threads: WireThread[]): Promise<Result[]>;
   single(thread: WireThread): Promise<Result>;
   /** its processes now, each with the group its CPU is counted under */
   processes(): Array<{ pid: number; group: string }>;
@@ -162,13 +164,13 @@ const graderWorker :Workerd.Worker = (
 `;
 
 /** POST through the SDK's own Node transport, as the SDK sends (JSON body, a timeout by AbortSignal). */
-async function post(base: string, path: string, body: unknown): Promise<unknown> {
+async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), 60_000);
   try {
     const res = await nodeTransport(new URL(base + path), {
       method: "POST",
-      headers: { accept: "application/json", "content-type": "application/json" },
+      headers: { accept: "application/json", "content-type": "application/json", ...headers },
       body: JSON.stringify(body),
       signal: controller.signal,
     });
@@ -238,7 +240,8 @@ async function startGradebox(graderKey: string, source: string): Promise<System>
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const client = new Gradebox({ baseURL: server.url, project: "default", apiKey: readFileSync(join(dir, "default.key"), "utf8").trim() });
+    const apiKey = readFileSync(join(dir, "default.key"), "utf8").trim();
+    const client = new Gradebox({ baseURL: server.url, project: "default", apiKey });
     await client.graders.create.function({ key: graderKey, source });
     const apiPid = server.child.pid as number;
     return {
@@ -246,6 +249,15 @@ async function startGradebox(graderKey: string, source: string): Promise<System>
       mainPid: apiPid,
       async batch(threads) {
         return checkResults((await client.graders.gradeBatch({ graderKey, threads })).results, threads.length, "Gradebox");
+      },
+      async batchJson(threads) {
+        const answer = await post(
+          server.url,
+          `/v1/projects/default/graders/${graderKey}/grade-batch`,
+          { threads },
+          { authorization: `Bearer ${apiKey}` },
+        );
+        return checkResults((answer as { results: unknown }).results, threads.length, "Gradebox (JSON)");
       },
       async single(thread) {
         return checkResults([await client.graders.grade({ graderKey, thread })], 1, "Gradebox")[0];
@@ -316,6 +328,8 @@ const serverCpu = (cpu: Record<string, number>) => Object.entries(cpu).reduce((a
 interface SystemResult {
   batch1: Window;
   batch4: Window;
+  /** Gradebox with JSON bodies, 1 and 4 clients */
+  json?: { batch1: Window; batch4: Window };
   single: Awaited<ReturnType<typeof latencies>>;
   /** sum of VmRSS over the system's processes once started (the grader registered, nothing graded), MB */
   idleRssMb: number;
@@ -338,9 +352,16 @@ async function measureSystem(
   const firstBatch = await system.batch(batches[0]);
   const batch1 = await batchWindow(system, batches, 1, windowMs);
   const batch4 = await batchWindow(system, batches, 4, windowMs);
+  const { batchJson } = system;
+  const json = batchJson
+    ? {
+        batch1: await batchWindow({ ...system, batch: batchJson }, batches, 1, windowMs),
+        batch4: await batchWindow({ ...system, batch: batchJson }, batches, 4, windowMs),
+      }
+    : undefined;
   const single = await latencies((i) => system.single(threads[i % threads.length]), singles, Math.ceil(singles / 5));
   const peak = rssByGroup(system, "VmHWM");
-  return { batch1, batch4, single, idleRssMb: idle.mb, peakRssMb: peak.mb, peakRssBy: peak.by, firstBatch };
+  return { batch1, batch4, ...(json ? { json } : {}), single, idleRssMb: idle.mb, peakRssMb: peak.mb, peakRssBy: peak.by, firstBatch };
 }
 
 /** VmRSS or VmHWM summed over a system's processes, MB, and by group ("workers 2 × 185" is two processes with 370 MB between them). */
@@ -436,6 +457,18 @@ export async function workerdRows(opts: WorkerdOptions): Promise<{ rows: Row[]; 
           cpuUsPerItem: perItem(r.batch4),
           note: `server CPU ${cpuPct(r.batch4)}%`,
         },
+        ...(r.json
+          ? [1, 4].map((clients) => {
+              const w = (r.json as { batch1: Window; batch4: Window })[clients === 1 ? "batch1" : "batch4"];
+              return {
+                row: `(w) ${system.name} batch ${BATCH}, ${clients} client${clients === 1 ? "" : "s"}, JSON body`,
+                grader,
+                itemsPerSec: w.items / (w.wallMs / 1000),
+                cpuUsPerItem: perItem(w),
+                note: `server CPU ${cpuPct(w)}% (the rows above: the SDK's packed body)`,
+              };
+            })
+          : []),
         {
           row: `(w) ${system.name} single grade`,
           grader,
@@ -462,6 +495,10 @@ export async function workerdRows(opts: WorkerdOptions): Promise<{ rows: Row[]; 
     const k = `gradeboxOverWorkerd.${grader}`;
     extra[`${k}.batch1`] = round(rate(g.batch1) / rate(w.batch1), 2);
     extra[`${k}.batch4`] = round(rate(g.batch4) / rate(w.batch4), 2);
+    if (g.json) {
+      extra[`${k}.batch1Json`] = round(rate(g.json.batch1) / rate(w.batch1), 2);
+      extra[`${k}.batch4Json`] = round(rate(g.json.batch4) / rate(w.batch4), 2);
+    }
     extra[`${k}.singleP50`] = round(g.single.p50Ms / w.single.p50Ms, 2);
     extra[`${k}.singleP99`] = round(g.single.p99Ms / w.single.p99Ms, 2);
     extra[`${k}.cpuPerItem`] = round(cpuPerItem(g) / cpuPerItem(w), 2);

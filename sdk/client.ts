@@ -1,7 +1,16 @@
 // The Gradebox client: resources over HTTP (transport.ts), with timeouts, retries where a
 // repeat is safe (backoff with jitter, honouring retry-after), and typed errors.
 
-import { APIConnectionError, APITimeoutError, APIUserAbortError, errorFromResponse, GradeboxError, NotFoundError } from "./errors.ts";
+import {
+  APIConnectionError,
+  APIError,
+  APITimeoutError,
+  APIUserAbortError,
+  errorFromResponse,
+  GradeboxError,
+  NotFoundError,
+} from "./errors.ts";
+import { PACKED_BATCH_TYPE, packedBody } from "./packed-batch.ts";
 import { functionSource, languageOfFile } from "./source.ts";
 import { componentsOf, groupIndexes, summarize } from "./summary.ts";
 import { StringThread, type WireThread } from "./thread.ts";
@@ -75,8 +84,10 @@ export interface RequestOptions {
 
 interface RequestSpec {
   body?: unknown;
-  /** a body already serialized as JSON */
+  /** a body already serialized (as JSON, unless `contentType` says otherwise) */
   rawBody?: string;
+  /** the rawBody's media type (default application/json) */
+  contentType?: string;
   query?: Record<string, string | number | undefined>;
   /** true when repeating the request cannot change the outcome */
   retry: boolean;
@@ -197,6 +208,8 @@ export class Gradebox {
     return this.cachedLimits;
   }
   private cachedLimits: Limits | undefined;
+  /** @internal the server answered a packed batch 415 (it predates the packed wire): batches go as JSON */
+  packedRefused = false;
 
   /** What the project stores against its quotas: graders, bytes, models, secrets, grade tokens (a write past one is a ConflictError QUOTA_EXCEEDED). */
   usage(options?: RequestOptions): Promise<Usage> {
@@ -210,7 +223,7 @@ export class Gradebox {
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: "application/json" };
     const body = spec.rawBody ?? (spec.body === undefined ? undefined : JSON.stringify(spec.body));
-    if (body !== undefined) headers["content-type"] = "application/json";
+    if (body !== undefined) headers["content-type"] = spec.contentType ?? "application/json";
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     Object.assign(headers, options.headers);
     const timeout = options.timeout ?? this.timeout;
@@ -499,7 +512,7 @@ export class Graders {
     /** the deadline's time left, for a request sent now (at least 1 ms: the server's minimum) */
     const left = () => (deadlineMs === undefined ? undefined : Math.max(1, Math.round(deadlineMs - (Date.now() - started))));
     /** one request; a server that does not answer one result per thread is refused */
-    const post = async (rawBody: string, count: number, deadline: number | undefined) => {
+    const post = async (rawBody: string, count: number, deadline: number | undefined, contentType?: string) => {
       // the answer may take the whole deadline: the attempt's timeout must not end it sooner
       const timeout =
         deadline === undefined || options?.timeout !== undefined
@@ -507,6 +520,7 @@ export class Graders {
           : Math.max(this.client.timeout, deadline + DEADLINE_SLACK_MS);
       const answer = await this.client.request<GradeBatchResponse>("POST", path, {
         rawBody,
+        contentType,
         retry: true,
         options: timeout === undefined ? options : { ...options, timeout },
       });
@@ -524,27 +538,37 @@ export class Graders {
       if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
       throw error;
     });
-    // the common case, one request: the body is stringified in one go, which costs a third less
-    // than a string per thread joined; its UTF-8 size is counted only when 3 bytes per UTF-16 unit
-    // could exceed the limit
+    // the common case, one request, sent packed (sdk/packed-batch.ts): the server then checks
+    // numbers and one string instead of parsing every turn of every thread; its UTF-8 size is
+    // counted only when 3 bytes per UTF-16 unit could exceed the limit
     if (!limits || threads.length <= limits.maxBatchThreads) {
       const room = limits ? limits.maxBodyBytes - BODY_MARGIN_BYTES : Number.POSITIVE_INFINITY;
       const deadline = left();
+      const wire = threads.map(toWire);
+      const fields = {
+        ...(version === undefined ? {} : { version }),
+        ...shared,
+        ...(groups === undefined ? {} : { groups }),
+        ...(deadline === undefined ? {} : { deadlineMs: deadline }),
+        ...(summary === undefined ? {} : { summary }),
+      } satisfies Omit<RequestBody<"graders.gradeBatch">, "threads">;
+      const packed = !this.client.packedRefused;
       let body: string | undefined;
       try {
-        body = JSON.stringify({
-          threads: threads.map(toWire),
-          ...(version === undefined ? {} : { version }),
-          ...shared,
-          ...(groups === undefined ? {} : { groups }),
-          ...(deadline === undefined ? {} : { deadlineMs: deadline }),
-          ...(summary === undefined ? {} : { summary }),
-        } satisfies RequestBody<"graders.gradeBatch">);
+        body = packed ? packedBody(wire, fields) : JSON.stringify({ threads: wire, ...fields });
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
       }
       if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) {
-        return post(body, threads.length, deadline);
+        if (!packed) return post(body, threads.length, deadline);
+        try {
+          return await post(body, threads.length, deadline, PACKED_BATCH_TYPE);
+        } catch (error) {
+          if (!(error instanceof APIError && error.status === 415)) throw error;
+          // a server from before the packed wire: JSON from here on
+          this.client.packedRefused = true;
+          return post(JSON.stringify({ threads: wire, ...fields }), threads.length, deadline);
+        }
       }
     }
 

@@ -2313,6 +2313,7 @@ export interface operations {
                         answerKey?: string;
                     };
                 };
+                "application/vnd.gradebox.batch": string;
             };
         };
         responses: {

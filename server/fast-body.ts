@@ -12,6 +12,7 @@
 
 import { z } from "zod";
 import type { $ZodType } from "zod/v4/core";
+import { PackedThreads } from "../sandbox/protocol/batch.ts";
 import { isRole, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { MAX_DEADLINE_MS, MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";
@@ -93,6 +94,8 @@ const BATCH_KEYS = ["threads", "version", "deadlineMs", "onUnavailable", "groupB
 /** `{threads, version?, deadlineMs?, onUnavailable?, groupBy?, summary?}`: POST …/grade-batch */
 function plainBatchBody(thread: (thread: unknown) => boolean): (body: unknown) => boolean {
   return (body) => {
+    // a packed batch: its parser checked it and its options (packed-body.ts); JSON cannot make one
+    if (isPlainObject(body) && body.threads instanceof PackedThreads) return true;
     if (!isPlainObject(body) || !onlyKeys(body, BATCH_KEYS) || !plainVersion(body) || !plainOptions(body)) return false;
     const threads = body.threads;
     if (!Array.isArray(threads) || threads.length < 1) return false;

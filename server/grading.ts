@@ -3,6 +3,7 @@
 
 import type { CodeSpec, WorkerCodeSpec } from "../sandbox/code/spec.ts";
 import type { SandboxPool } from "../sandbox/host/pool.ts";
+import { type Threads, threadCount, threadObjects } from "../sandbox/protocol/batch.ts";
 import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import type { WireThread } from "../sdk/thread.ts";
@@ -70,7 +71,7 @@ export class Grading {
   async gradeByKey(
     project: string,
     key: string,
-    threads: readonly WireThread[],
+    threads: Threads,
     { version, route, ...run }: { version?: number; route: "grade" | "grade-batch" } & GradeRun,
   ): Promise<{ outcomes: GradeOutcome[]; version: number; provenance: Provenance }> {
     const started = performance.now();
@@ -130,10 +131,11 @@ export class Grading {
    * a pinned one). With a grouping, the threads go to grading group by group (each contiguous and
    * whole) and the outcomes come back in the threads' order.
    */
-  async grade(row: GraderRow, code: GraderCode, threads: readonly WireThread[], run: GradeRun = {}): Promise<GradeOutcome[]> {
+  async grade(row: GraderRow, code: GraderCode, threads: Threads, run: GradeRun = {}): Promise<GradeOutcome[]> {
     if (row.quarantinedAt) throw new AppError("GRADER_QUARANTINED", quarantineDetail(row.key, row.quarantinedAt, row.kind));
     const { grouping, deadlineAt } = run;
-    const ordered = grouping ? inGroupOrder(threads, grouping) : threads;
+    // a packed batch goes to the sandbox as it came; what reads thread objects gets them unpacked
+    const ordered = grouping ? inGroupOrder(threadObjects(threads), grouping) : threads;
     const onLoop = onTheLoop(row);
     const timeout = deadlineAt === undefined ? undefined : AbortSignal.timeout(Math.max(0, Math.ceil(deadlineAt - Date.now())));
     // outbound calls stop at the deadline or when the client goes away, whichever comes first
@@ -153,7 +155,7 @@ export class Grading {
       try {
         release = await this.loopShare.enter(row.project, options.deadline);
       } catch (error) {
-        if (error instanceof DeadlineError) return threads.map(() => deadlineAbstention());
+        if (error instanceof DeadlineError) return Array.from({ length: threadCount(threads) }, () => deadlineAbstention());
         throw error;
       }
     }
@@ -166,11 +168,12 @@ export class Grading {
     return grouping ? inRequestOrder(outcomes, grouping) : outcomes;
   }
 
-  private async gradeOrdered(row: GraderRow, code: GraderCode, threads: readonly WireThread[], run: PartRun): Promise<GradeOutcome[]> {
+  private async gradeOrdered(row: GraderRow, code: GraderCode, sent: Threads, run: PartRun): Promise<GradeOutcome[]> {
+    if (row.kind === "function") return this.pool.gradeBatch(code, sent, { deadlineAt: run.deadlineAt, groups: run.groups });
+    if (row.kind === "code") return this.pool.gradeBatch(codeGrader(row), sent, { deadlineAt: run.deadlineAt, groups: run.groups });
+    const threads = threadObjects(sent);
     if (row.kind === "judge") return unavailableAs(run, await this.judges.grade(this.judgeTarget(row), threads, run));
     if (row.kind === "endpoint") return unavailableAs(run, await this.endpoints.grade(this.endpointTarget(row), threads, run));
-    if (row.kind === "function") return this.pool.gradeBatch(code, threads, { deadlineAt: run.deadlineAt, groups: run.groups });
-    if (row.kind === "code") return this.pool.gradeBatch(codeGrader(row), threads, { deadlineAt: run.deadlineAt, groups: run.groups });
     const quarantinedPart = row.parts?.find((p) => p.quarantinedAt);
     if (quarantinedPart) {
       return threads.map(() => ({

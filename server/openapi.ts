@@ -8,7 +8,13 @@
 
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { PACKED_BATCH_FORM, PACKED_BATCH_TYPE } from "../sdk/packed-batch.ts";
 import { EXAMPLES } from "./examples.ts";
+
+/** Request bodies an operation takes besides JSON (zod documents the JSON one), by media type. */
+const OTHER_BODIES: Record<string, Record<string, Media>> = {
+  "graders.gradeBatch": { [PACKED_BATCH_TYPE]: { schema: { type: "string", description: PACKED_BATCH_FORM } } },
+};
 
 /** Named schemas each server builds for itself, by its configuration and id. */
 const configured = new WeakMap<object, Map<string, z.ZodType>>();
@@ -99,6 +105,8 @@ function finish(document: OpenAPIDocument): OpenAPIDocument {
         const described = typeof ref === "string" ? schemas[ref.slice(COMPONENT.length)]?.description : undefined;
         if (op.requestBody.description === undefined && typeof described === "string") op.requestBody.description = described;
       }
+      const other = op.operationId === undefined ? undefined : OTHER_BODIES[op.operationId];
+      if (op.requestBody && other) Object.assign(op.requestBody.content, other);
       for (const [status, example] of Object.entries(examples?.responses ?? {})) {
         const media = op.responses[status]?.content?.["application/json"];
         if (media) media.example = example;

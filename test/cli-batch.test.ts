@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Gradebox } from "../sdk/index.ts";
+import { PACKED_BATCH_TYPE, unpackBody } from "../sdk/packed-batch.ts";
 import { repoRoot, startServer, type TestServer } from "./support/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "gradebox-cli-batch-"));
@@ -34,7 +35,8 @@ before(async () => {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
     const path = req.url ?? "/";
-    if (/\/grade(-batch)?$/.test(path)) sent.push({ path, ...JSON.parse(body.toString()) });
+    const packed = req.headers["content-type"] === PACKED_BATCH_TYPE;
+    if (/\/grade(-batch)?$/.test(path)) sent.push({ path, ...(packed ? unpackBody(body.toString()) : JSON.parse(body.toString())) });
     const headers: Record<string, string> = {};
     for (const name of ["authorization", "content-type", "accept"]) if (req.headers[name]) headers[name] = String(req.headers[name]);
     const upstream = await fetch(s.url + path, { method: req.method, headers, body: body.length > 0 ? body : undefined });

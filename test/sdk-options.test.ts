@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { splitBatch } from "../sdk/client.ts";
 import { APITimeoutError, APIUserAbortError, Gradebox, GraderList, type Limits } from "../sdk/index.ts";
+import { PACKED_BATCH_TYPE, unpackBody } from "../sdk/packed-batch.ts";
 import { Limits as LimitsSchema, type Limits as ServerLimits } from "../server/routes/account.ts";
 import { startServer, type TestServer } from "./support/helpers.ts";
 
@@ -28,7 +29,9 @@ let seen: Array<{
 }> = [];
 const spy: typeof fetch = async (input, init) => {
   const url = new URL(String(input));
-  const body = typeof init?.body === "string" && url.pathname.endsWith("/grade-batch") ? JSON.parse(init.body) : undefined;
+  const batch = typeof init?.body === "string" && url.pathname.endsWith("/grade-batch") ? init.body : undefined;
+  const packed = new Headers(init?.headers).get("content-type") === PACKED_BATCH_TYPE;
+  const body = batch === undefined ? undefined : packed ? unpackBody(batch) : JSON.parse(batch);
   seen.push({
     method: init?.method ?? "GET",
     path: url.pathname,

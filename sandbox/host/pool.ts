@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { WireThread } from "../../sdk/thread.ts";
-import { checkGroups, packBatch } from "../protocol/batch.ts";
+import { checkGroups, PackedThreads, packBatch, type Threads, threadCount, threadObjects } from "../protocol/batch.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
 import type { GradeOutcome, Language } from "../validate/checks.ts";
@@ -72,19 +72,27 @@ export class SandboxPool extends EventEmitter implements Sandbox {
    * only between groups. With `deadlineAt`, each part answers by then (scheduler.ts): what is
    * unfinished abstains.
    */
-  async gradeBatch(grader: GraderCode, threads: readonly WireThread[], options: GradeOptions = {}): Promise<GradeOutcome[]> {
+  async gradeBatch(grader: GraderCode, sent: Threads, options: GradeOptions = {}): Promise<GradeOutcome[]> {
     if (this.workers.closing) throw new SandboxUnavailableError("the sandbox is shut down");
     const { groups, deadlineAt } = options;
-    if (groups !== undefined) checkGroups(groups, threads.length);
+    const count = threadCount(sent);
+    if (groups !== undefined) checkGroups(groups, count);
     const idle = this.workers.grading().filter((w) => !w.running).length - this.scheduler.queued;
     // under a deadline every part of MIN_PART is queued, not one per idle worker: each part
     // retries what its calls' caps set aside on its own, so an item that hangs till the
     // deadline holds at most its own part's other retries back while the workers take the rest
-    const most = Math.floor(threads.length / MIN_PART);
+    const most = Math.floor(count / MIN_PART);
     const parts = !this.scheduler.trust.trusted(grader.id) ? 1 : deadlineAt !== undefined ? most : Math.min(idle, most);
-    if (parts <= 1) return this.gradePart(grader, threads, groups, deadlineAt);
-    const size = Math.ceil(threads.length / parts);
+    const size = Math.ceil(count / Math.max(1, parts));
     const pending: Array<Promise<GradeOutcome[]>> = [];
+    if (sent instanceof PackedThreads && groups === undefined) {
+      // a packed batch is graded as it came: a part is a slice of it, no thread object is made
+      for (let i = 0; i < count; i += size)
+        pending.push(this.scheduler.grade(grader, sent.slice(i, Math.min(count, i + size)), deadlineAt));
+      return (await Promise.all(pending)).flat();
+    }
+    const threads = threadObjects(sent);
+    if (parts <= 1) return this.gradePart(grader, threads, groups, deadlineAt);
     if (groups === undefined) {
       for (let i = 0; i < threads.length; i += size)
         pending.push(this.gradePart(grader, threads.slice(i, i + size), undefined, deadlineAt));

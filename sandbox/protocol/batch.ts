@@ -1,85 +1,10 @@
-// The form a batch of threads takes from the server to an isolate. As JSON, the isolate would
-// re-create every object of every thread from text, which costs more than most graders do.
-// Packed, every turn's content travels in one string that the isolate slices (a V8 slice of a
-// long string shares its parent, no copy), and only numbers and the metadata are parsed.
-//
-// packBatch runs in the server's pool (and in the worker, for the sample thread of test_run);
-// the isolate's reader of it is isolate/batch-reader.ts.
+// The packed batch between the server and its sandbox (its definition, and the packing, are the
+// SDK's: sdk/packed-batch.ts), and the units slices, calls and parts are cut along.
 
-import { isRole, type Metadata, ROLE_RULE, ROLES, type WireTurn } from "../../sdk/thread.ts";
+import { type PackedBatch, unpackThreads } from "../../sdk/packed-batch.ts";
+import type { Metadata, WireThread } from "../../sdk/thread.ts";
 
-export interface PackedBatch {
-  count: number;
-  /**
-   * JSON: [[turn count, then role index and content length per turn, for each thread], [metadata
-   * or null per thread]], and with groups a third element, [the group sizes in order]. A role
-   * index below ROLES.length names a known role; the others index a fourth element, the batch's
-   * other roles in order of first use (then the third is null when there are no groups): a
-   * `developer` turn costs its string once per batch, not once per turn.
-   */
-  head: string;
-  /** every turn's content, concatenated in order */
-  text: string;
-  /**
-   * the group sizes in order (contiguous, summing to count), for the host and the engine: with
-   * them a group is the unit of a batch, never split across workers, slices or calls
-   */
-  groups?: number[];
-}
-
-const ROLE_INDEX: ReadonlyMap<string, number> = new Map(ROLES.map((role, i) => [role, i]));
-
-/** Throws TypeError for a thread that is not a WireThread, or groups that do not cover the threads (the server validated both already). */
-export function packBatch(
-  threads: ReadonlyArray<{ readonly turns: readonly WireTurn[]; readonly metadata?: Metadata }>,
-  groups?: readonly number[],
-): PackedBatch {
-  if (groups !== undefined) checkGroups(groups, threads.length);
-  const nums: number[] = [];
-  const contents: string[] = [];
-  const metadata: unknown[] = new Array(threads.length);
-  // roles outside ROLES, by their index (ROLES.length + position in `others`)
-  let otherIndex: Map<string, number> | undefined;
-  const others: string[] = [];
-  for (let t = 0; t < threads.length; t++) {
-    const turns = threads[t]?.turns;
-    if (!Array.isArray(turns)) throw new TypeError(`thread ${t}: turns must be an array`);
-    nums.push(turns.length);
-    for (let i = 0; i < turns.length; i++) {
-      const { role, content } = turns[i];
-      let index = ROLE_INDEX.get(role);
-      if (index === undefined) {
-        if (!isRole(role)) throw new TypeError(`thread ${t}, turn ${i}: ${ROLE_RULE}`);
-        otherIndex ??= new Map();
-        index = otherIndex.get(role);
-        if (index === undefined) {
-          index = ROLES.length + others.length;
-          otherIndex.set(role, index);
-          others.push(role);
-        }
-      }
-      if (typeof content !== "string") throw new TypeError(`thread ${t}, turn ${i}: content must be a string`);
-      nums.push(index, content.length);
-      contents.push(content);
-    }
-    metadata[t] = threads[t].metadata ?? null;
-  }
-  const groupPart = groups === undefined ? (others.length ? ",null" : "") : `,[${groups.join(",")}]`;
-  const rolePart = others.length ? `,${JSON.stringify(others)}` : "";
-  const head = `[[${nums.join(",")}],${JSON.stringify(metadata)}${groupPart}${rolePart}]`;
-  return { count: threads.length, head, text: contents.join(""), ...(groups === undefined ? {} : { groups: [...groups] }) };
-}
-
-/** Throws TypeError unless `groups` are positive integer sizes summing to `count`. */
-export function checkGroups(groups: readonly number[], count: number): void {
-  if (!Array.isArray(groups)) throw new TypeError("groups must be an array of group sizes");
-  let sum = 0;
-  for (const size of groups) {
-    if (!Number.isSafeInteger(size) || size < 1) throw new TypeError(`groups must be positive integer sizes; got ${String(size)}`);
-    sum += size;
-  }
-  if (sum !== count) throw new TypeError(`the group sizes sum to ${sum}, but there are ${count} threads`);
-}
+export { checkGroups, type PackedBatch, packBatch } from "../../sdk/packed-batch.ts";
 
 /**
  * The units of a batch: its groups, or each thread alone when it has none. Slices, calls, the
@@ -126,3 +51,72 @@ export class Units {
 }
 
 export const unitsOf = (batch: PackedBatch): Units => new Units(batch.count, batch.groups);
+
+/**
+ * A batch that came packed (the packed wire, server/packed-body.ts), checked and kept as it came:
+ * the pool grades it without a thread object being built. `nums`, `metadata` and `others` are
+ * its head as parsed (the check read them); `head` and `text` are what the isolate is sent.
+ */
+export class PackedThreads {
+  private offsets: { numAt: Int32Array; textAt: Float64Array } | undefined;
+  private unpacked: WireThread[] | undefined;
+
+  constructor(
+    readonly head: string,
+    readonly text: string,
+    private readonly nums: readonly number[],
+    private readonly metadata: ReadonlyArray<Metadata | null>,
+    private readonly others: readonly string[],
+  ) {}
+
+  get count(): number {
+    return this.metadata.length;
+  }
+
+  /** the whole batch, as the isolate reads it */
+  get batch(): PackedBatch {
+    return { count: this.count, head: this.head, text: this.text };
+  }
+
+  /** threads from..to-1 as a batch of their own (a part of a split batch): its head re-made, its text a slice */
+  slice(from: number, to: number): PackedBatch {
+    if (from === 0 && to === this.count) return this.batch;
+    const { numAt, textAt } = this.at();
+    const nums = this.nums.slice(numAt[from], numAt[to]);
+    const roles = this.others.length > 0 ? `,null,${JSON.stringify(this.others)}` : "";
+    const head = `[[${nums.join(",")}],${JSON.stringify(this.metadata.slice(from, to))}${roles}]`;
+    return { count: to - from, head, text: this.text.slice(textAt[from], textAt[to]) };
+  }
+
+  /** the batch as WireThreads, for what grades thread objects (judges, endpoints, groups) */
+  threads(): WireThread[] {
+    this.unpacked ??= unpackThreads(this.nums, this.metadata, this.others, this.text);
+    return this.unpacked;
+  }
+
+  /** per thread (and one past the last): where its numbers start in `nums`, and its contents in `text` */
+  private at(): { numAt: Int32Array; textAt: Float64Array } {
+    if (this.offsets) return this.offsets;
+    const numAt = new Int32Array(this.count + 1);
+    const textAt = new Float64Array(this.count + 1);
+    let n = 0;
+    let pos = 0;
+    for (let t = 0; t < this.count; t++) {
+      numAt[t] = n;
+      textAt[t] = pos;
+      const turns = this.nums[n++];
+      for (let i = 0; i < turns; i++, n += 2) pos += this.nums[n + 1];
+    }
+    numAt[this.count] = n;
+    textAt[this.count] = pos;
+    this.offsets = { numAt, textAt };
+    return this.offsets;
+  }
+}
+
+/** Threads as the grading path takes them: objects, or a batch that came packed. */
+export type Threads = readonly WireThread[] | PackedThreads;
+
+export const threadCount = (threads: Threads): number => (threads instanceof PackedThreads ? threads.count : threads.length);
+/** the threads as objects (a packed batch unpacked, once) */
+export const threadObjects = (threads: Threads): readonly WireThread[] => (threads instanceof PackedThreads ? threads.threads() : threads);

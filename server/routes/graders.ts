@@ -4,6 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { type Threads, threadCount, threadObjects } from "../../sandbox/protocol/batch.ts";
 import { componentsOf, summarize } from "../../sdk/summary.ts";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
@@ -11,6 +12,7 @@ import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import { groupsOf } from "../groups.ts";
 import { named } from "../openapi.ts";
+import { registerPackedParser } from "../packed-body.ts";
 import { clientGone } from "../request-work.ts";
 import { refuseGroupOnly, toResults } from "../results.ts";
 import {
@@ -70,6 +72,7 @@ export async function graderRoutes(
 ) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { Thread, GradeBody, GradeBatchBody } = gradeBodies(config);
+  registerPackedParser(app, config, GradeBatchBody.omit({ threads: true }));
   const Samples = z
     .array(
       named(config, "Sample", () =>
@@ -454,10 +457,14 @@ export async function graderRoutes(
       },
     },
     async (req, reply) => {
-      checkBatch(req.body.threads.length, config);
+      // the threads as JSON sent them, or packed (packed-body.ts: checked, and graded as they came)
+      const sent: Threads = req.body.threads;
+      checkBatch(threadCount(sent), config);
       const started = performance.now();
-      const { threads, deadlineMs, onUnavailable } = req.body;
-      const grouping = groupsOf(threads, req.body);
+      const { deadlineMs, onUnavailable } = req.body;
+      const grouped = req.body.groupBy !== undefined || req.body.groups !== undefined;
+      const threads = grouped ? threadObjects(sent) : sent;
+      const grouping = grouped ? groupsOf(threadObjects(sent), req.body) : undefined;
       // the deadline counts from the request's arrival: reading a large body is part of the wait
       const deadlineAt = deadlineMs === undefined ? undefined : Math.round(Date.now() - reply.elapsedTime + deadlineMs);
       const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, threads, {

@@ -1,0 +1,172 @@
+// The packed wire's body parser (sdk/packed-batch.ts): POST …/grade-batch with its threads packed,
+// `<options JSON>\n<head>\n<text>` in UTF-8. The JSON path decodes, parses and walks every turn
+// of every thread, then packs them again for the sandbox; here only the head is parsed (numbers
+// and metadata), the contents are one string checked by its length, and the batch goes to the
+// sandbox as it came. The checks are the JSON path's: the same limits, refused with the same codes.
+
+import type { FastifyInstance } from "fastify";
+import { type $ZodType, safeParse } from "zod/v4/core";
+import { PackedThreads } from "../sandbox/protocol/batch.ts";
+import { PACKED_BATCH_TYPE } from "../sdk/packed-batch.ts";
+import { isRole, type Metadata, ROLE_RULE, ROLES } from "../sdk/thread.ts";
+import type { Config } from "./config.ts";
+import { AppError } from "./errors.ts";
+import { parseUntrustedJson } from "./json-body.ts";
+import { MAX_METADATA_DEPTH, nestsDeeperThan } from "./schemas.ts";
+
+const NEWLINE = "\n";
+const FORM = `a packed batch (${PACKED_BATCH_TYPE}) is the request's options as JSON, a newline, the batch's head as JSON, a newline, then every turn's content`;
+
+type Limits = Pick<Config, "maxBatch" | "maxTurns" | "maxContent" | "bodyLimit">;
+
+/**
+ * Registers the parser on `app` (the grader routes' plugin): a packed body sent to any route but
+ * grade-batch is refused with 415. `options` is the zod schema of the JSON body less `threads`.
+ */
+export function registerPackedParser(app: FastifyInstance, config: Limits, options: $ZodType): void {
+  const limit = config.bodyLimit;
+  app.addContentTypeParser(PACKED_BATCH_TYPE, (req, payload, done) => {
+    if (!req.routeOptions.url?.endsWith("/grade-batch")) {
+      return done(new AppError("UNSUPPORTED_MEDIA_TYPE", `only POST …/grade-batch takes ${PACKED_BATCH_TYPE}; send application/json`));
+    }
+    const declared = Number(req.headers["content-length"]);
+    if (declared > limit) return done(tooLarge(limit));
+    // decoded chunk by chunk as it arrives, as the JSON parser does (json-body.ts): a body held as
+    // one Buffer is memory outside V8's heap, whose growth sets off full collections
+    const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+    let text = "";
+    let received = 0;
+    const finish = (error: Error | null, body?: unknown) => {
+      payload.off("data", onData);
+      payload.off("end", onEnd);
+      payload.off("error", onError);
+      done(error, body);
+    };
+    function onData(chunk: Buffer) {
+      received += chunk.length;
+      if (received > limit) return finish(tooLarge(limit));
+      try {
+        text += utf8.decode(chunk, { stream: true });
+      } catch {
+        finish(notUtf8());
+      }
+    }
+    function onEnd() {
+      if (!Number.isNaN(declared) && received !== declared) {
+        return finish(new AppError("INVALID_REQUEST", "the request body's size did not match its Content-Length"));
+      }
+      try {
+        text += utf8.decode();
+      } catch {
+        return finish(notUtf8());
+      }
+      try {
+        finish(null, parsePacked(text, config, options));
+      } catch (error) {
+        finish(error as Error);
+      }
+    }
+    // the client went away, or body-budget.ts refused a chunk (its AppError answers as it is)
+    function onError(error: Error & { statusCode?: number }) {
+      if (!(error instanceof AppError) && !(typeof error.statusCode === "number" && error.statusCode >= 400)) error.statusCode = 400;
+      finish(error);
+    }
+    payload.on("data", onData);
+    payload.on("end", onEnd);
+    payload.on("error", onError);
+    payload.resume();
+  });
+}
+
+const notUtf8 = () => new AppError("INVALID_ENCODING", "the request body is not valid UTF-8; send the packed batch encoded as UTF-8");
+const tooLarge = (limit: number) => new AppError("BODY_TOO_LARGE", `request body is larger than ${limit} bytes (GRADEBOX_BODY_LIMIT)`);
+
+/** The body of a packed grade-batch (decoded from UTF-8): its options as the JSON body has them, and `threads` a PackedThreads. Throws AppError. */
+export function parsePacked(body: string, config: Limits, options: $ZodType): Record<string, unknown> & { threads: PackedThreads } {
+  const first = body.indexOf(NEWLINE);
+  const second = first < 0 ? -1 : body.indexOf(NEWLINE, first + 1);
+  if (second < 0) throw new AppError("INVALID_REQUEST", `${FORM}; this body has ${first < 0 ? "no" : "one"} newline`);
+  const opts = json(body.slice(0, first), "options");
+  if (typeof opts !== "object" || opts === null || Array.isArray(opts))
+    throw new AppError("INVALID_REQUEST", `${FORM}; the options are not a JSON object`);
+  if ("threads" in opts) throw new AppError("INVALID_REQUEST", "a packed batch's threads are its head and contents, not an options field");
+  const checked = safeParse(options, opts);
+  if (!checked.success) {
+    const issues = checked.error.issues.slice(0, 5).map((i) => `body${i.path.map((p) => `.${String(p)}`).join("")}: ${i.message}`);
+    throw new AppError("INVALID_REQUEST", issues.join("; "));
+  }
+  const head = body.slice(first + 1, second);
+  const text = body.slice(second + 1);
+  const { nums, metadata, others } = checkHead(json(head, "head"), text.length, config);
+  return { ...(checked.data as Record<string, unknown>), threads: new PackedThreads(head, text, nums, metadata, others) };
+}
+
+function json(text: string, what: string): unknown {
+  try {
+    return parseUntrustedJson(text);
+  } catch (error) {
+    const why = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
+    throw new AppError("INVALID_JSON", `the packed batch's ${what} is not valid JSON: ${why}`);
+  }
+}
+
+const isInt = (v: unknown, min: number, max: number): v is number => typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
+const isPlainObject = (v: unknown): v is Metadata => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+
+/**
+ * The head's shape (sdk/packed-batch.ts's PackedBatch.head, without groups: grouping is the
+ * request's groupBy or groups), every thread within the JSON path's limits, and the contents
+ * exactly as long as the head's lengths add up to. Throws AppError naming the first thread at fault.
+ */
+export function checkHead(
+  parsed: unknown,
+  textLength: number,
+  config: Limits,
+): { nums: number[]; metadata: Array<Metadata | null>; others: string[] } {
+  const bad = (message: string) => new AppError("INVALID_REQUEST", `the packed batch's head: ${message}`);
+  if (!Array.isArray(parsed) || (parsed.length !== 2 && parsed.length !== 4)) {
+    throw bad("must be [numbers, metadata] or [numbers, metadata, null, other roles]");
+  }
+  const [nums, metadata] = parsed as [unknown, unknown];
+  if (!Array.isArray(nums) || !Array.isArray(metadata)) throw bad("its numbers and its metadata must be arrays");
+  let others: string[] = [];
+  if (parsed.length === 4) {
+    const roles = parsed[3] as unknown;
+    if (parsed[2] !== null || !Array.isArray(roles) || roles.length === 0)
+      throw bad("a third element must be null and a fourth the other roles");
+    for (const role of roles)
+      if (!isRole(role) || (ROLES as readonly string[]).includes(role)) throw bad(`other roles: ${ROLE_RULE}, not a known one`);
+    others = roles as string[];
+  }
+  const count = metadata.length;
+  if (count < 1) throw new AppError("INVALID_REQUEST", "body.threads: threads must hold at least one thread");
+  if (count > config.maxBatch) {
+    throw new AppError("BATCH_TOO_LARGE", `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${count}`, {
+      limit: config.maxBatch,
+    });
+  }
+  const roles = ROLES.length + others.length;
+  let n = 0;
+  let total = 0;
+  for (let t = 0; t < count; t++) {
+    const turns = nums[n++];
+    if (!isInt(turns, 1, config.maxTurns)) {
+      throw bad(`thread ${t}: a thread has 1 to ${config.maxTurns} turns (GRADEBOX_MAX_TURNS); its count is ${String(turns)}`);
+    }
+    for (let i = 0; i < turns; i++, n += 2) {
+      if (!isInt(nums[n], 0, roles - 1)) throw bad(`thread ${t}, turn ${i}: no role has index ${String(nums[n])}`);
+      const length = nums[n + 1];
+      if (!isInt(length, 0, config.maxContent)) {
+        throw bad(`thread ${t}, turn ${i}: content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT) or not a length`);
+      }
+      total += length;
+    }
+    const m = metadata[t];
+    if (m !== null && !(isPlainObject(m) && !nestsDeeperThan(m, MAX_METADATA_DEPTH))) {
+      throw bad(`thread ${t}: metadata must be null or an object nesting at most ${MAX_METADATA_DEPTH} levels`);
+    }
+  }
+  if (n !== nums.length) throw bad(`its numbers hold ${nums.length - n} more than ${count} threads' turns`);
+  if (total !== textLength) throw bad(`the turns' lengths add up to ${total} characters, but the contents hold ${textLength}`);
+  return { nums: nums as number[], metadata: metadata as Array<Metadata | null>, others };
+}
