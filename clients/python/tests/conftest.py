@@ -13,12 +13,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import gradebox
 from gradebox import Gradebox
+from gradebox._packed import PACKED_BATCH_TYPE, unpack_body
 
 # scores metadata.i; throws when metadata.boom is set
 INDEXER = """export async function grade(thread) {
@@ -116,6 +117,13 @@ class Seen:
     at: float
     #: the client's port: one per connection
     port: int
+
+
+def batch_body(seen: Seen) -> dict[str, Any]:
+    """A grade-batch request's body as JSON, whether the client sent it packed or as JSON."""
+    if seen.headers.get("content-type") == PACKED_BATCH_TYPE:
+        return unpack_body(seen.body)
+    return cast("dict[str, Any]", json.loads(seen.body))
 
 
 class Stub:

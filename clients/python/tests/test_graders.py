@@ -238,3 +238,49 @@ def test_create_code_async(new_key: Callable[[str], str]) -> None:
             assert (made["kind"], made["code"]["scoring"]) == ("code", "all_or_nothing")
 
     asyncio.run(main())
+
+
+SHAPES = [
+    {"turns": [{"role": "user", "content": "plain"}]},
+    {"turns": [{"role": "assistant", "content": ""}], "metadata": {}},
+    {"turns": [{"role": "developer", "content": "a role outside ROLES"}, {"role": "assistant", "content": "ok"}], "metadata": {"n": [1, {"x": None}]}},
+    {"turns": [{"role": "system", "content": "é ß 日本 🎉 mixed\nlines\n\nand \"quotes\""}, {"role": "tool", "content": "\u0000\u001f"}]},
+    {"turns": [{"role": "critic", "content": "🎉" * 50}, {"role": "developer", "content": "x" * 3000}], "metadata": {"deep": {"a": [1, 2, {"c": "d"}]}}},
+]
+
+
+def test_grade_batch_goes_packed_and_the_server_sees_every_thread_as_sent(client: Gradebox, graders: dict[str, str]) -> None:
+    from gradebox._packed import PACKED_BATCH_TYPE, PackedThreads, unpack_body
+    from gradebox.client import _dumps
+
+    packed = PackedThreads.pack(SHAPES, _dumps)
+    assert packed is not None
+    body = packed.body(range(len(SHAPES)), b"{}")
+    assert unpack_body(body) == {"threads": SHAPES}  # the client's own reading of what it sends
+    # as the server reads it: each thread's turns and metadata back from the echo grader
+    batch = client.graders.grade_batch(graders["echo"], SHAPES)
+    for sent, result in zip(SHAPES, batch["results"]):
+        assert result["metadata"]["turns"] == [[t["role"], t["content"]] for t in sent["turns"]], result
+        assert result["metadata"]["metadata"] == sent.get("metadata", {})
+    # the same as JSON
+    as_json, _ = client._request("POST", f"/v1/projects/{client.project}/graders/{graders['echo']}/grade-batch", body={"threads": SHAPES}, retry=True)
+    assert [r["metadata"] for r in as_json["results"]] == [r["metadata"] for r in batch["results"]]
+    # a packed body the server refuses: its error names what is wrong, as JSON's refusal does
+    with pytest.raises(gradebox.BadRequestError) as info:
+        client._request(
+            "POST",
+            f"/v1/projects/{client.project}/graders/{graders['echo']}/grade-batch",
+            raw_body=b"{}\n[[1,0,9],[null]]\nshort",
+            as_json=lambda: b"{}",
+            retry=False,
+        )
+    assert info.value.code == "INVALID_REQUEST"
+    assert "add up to 9 characters, but the contents hold 5" in info.value.message
+    assert PACKED_BATCH_TYPE == "application/vnd.gradebox.batch"
+
+
+def test_a_thread_the_client_cannot_pack_goes_as_json_and_the_server_words_its_error(client: Gradebox, graders: dict[str, str]) -> None:
+    with pytest.raises(gradebox.BadRequestError) as info:
+        client.graders.grade_batch(graders["echo"], [{"turns": [{"role": "user", "content": 5}]}])
+    assert info.value.code == "INVALID_REQUEST"
+    assert "content" in info.value.message

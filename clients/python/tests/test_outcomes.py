@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import Reply, Stub, thread
+from conftest import Reply, Stub, batch_body, thread
 
 import gradebox
 from gradebox import Gradebox
@@ -56,7 +56,7 @@ def _stub_client(stub: Stub, max_threads: int) -> Gradebox:
 
 
 def _bodies(stub: Stub) -> list[dict[str, Any]]:
-    return [json.loads(s.body) for s in stub.seen if s.path.endswith("/grade-batch")]
+    return [batch_body(s) for s in stub.seen if s.path.endswith("/grade-batch")]
 
 
 def _texts(body: dict[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
-from conftest import Reply, Stub
+from conftest import Reply, Stub, batch_body
 
 import gradebox
 from gradebox import Gradebox
@@ -201,7 +201,7 @@ def test_chunks_after_the_first_are_pinned_to_the_version_that_graded_it(stub: S
     c = Gradebox(stub.url, api_key="k", max_retries=0)
     threads = [{"turns": [{"role": "assistant", "content": str(i)}]} for i in range(3)]
     assert c.graders.grade_batch("g", threads)["version"] == 7
-    bodies = [json.loads(s.body) for s in stub.seen if s.path.endswith("/grade-batch")]
+    bodies = [batch_body(s) for s in stub.seen if s.path.endswith("/grade-batch")]
     assert [b.get("version") for b in bodies] == [None, 7, 7]
 
 
@@ -210,3 +210,19 @@ def test_a_safe_request_is_retried_after_a_time_out(stub: Stub) -> None:
     c = Gradebox(stub.url, api_key="k", timeout=0.2, max_retries=1)
     assert c.graders.get("g")["key"] == "g"
     assert len(stub.seen) == 2
+
+
+def test_an_older_servers_415_for_a_packed_batch_is_answered_with_json(stub: Stub) -> None:
+    stub.replies = [
+        Reply(200, {"maxBatchThreads": 100, "maxBodyBytes": 1_000_000}),
+        Reply(415, {"code": "UNSUPPORTED_MEDIA_TYPE", "detail": "Unsupported Media Type"}),
+        Reply(200, {"results": [{"score": 1}], "durationMs": 1, "version": 1}),
+        Reply(200, {"results": [{"score": 1}], "durationMs": 1, "version": 1}),
+    ]
+    c = Gradebox(stub.url, api_key="k", max_retries=0)
+    threads = [{"turns": [{"role": "assistant", "content": "é🎉"}], "metadata": {"i": 1}}]
+    assert c.graders.grade_batch("g", threads)["results"][0]["score"] == 1
+    assert c.graders.grade_batch("g", threads)["results"][0]["score"] == 1
+    sent = [s for s in stub.seen if s.path.endswith("/grade-batch")]
+    assert [s.headers["content-type"] for s in sent] == ["application/vnd.gradebox.batch", "application/json", "application/json"]
+    assert [batch_body(s) for s in sent] == [{"threads": threads}] * 3

@@ -9,7 +9,7 @@ import asyncio
 import builtins
 import os
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ._async_transport import AsyncTransport
@@ -107,9 +107,10 @@ class AsyncGradebox(_ClientConfig):
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
+        as_json: Callable[[], bytes] | None = None,
     ) -> tuple[Any, str | None]:
         """One API call, as Gradebox._request: the parsed JSON and the request id."""
-        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query)
+        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, as_json=as_json)
         while True:
             try:
                 response = await self._transport.send(method, call.path, call.headers, call.data, fresh=not retry)
@@ -288,13 +289,13 @@ class AsyncGraders:
 
         async def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
             async with gate:
-                raw = plan.body(indexes, pinned, first)
+                raw = plan.body(indexes, pinned, first, packed=not self._client._packed_refused)
                 if raw is None:
                     return _Chunk.expired(indexes, pinned)
-                answer, request_id = await self._client._request("POST", plan.path, raw_body=raw, retry=True)
+                answer, request_id = await self._client._request("POST", plan.path, raw_body=raw.data, as_json=raw.as_json, retry=True)
             return _Chunk.parse(answer, indexes, request_id)
 
-        limits = await self._client.limits() if plan.encoded else None
+        limits = await self._client.limits() if plan.count else None
         parts = plan.parts(lambda: cast(Limits, limits))
         if not parts:
             chunks = [await send([], version, True)]

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ._packed import PACKED_BATCH_TYPE, PackedThreads
 from ._source import SourceMap, language_of_file, mapped_function_source
 from ._transport import Response, ResponseTooLarge, StaleConnection, Transport
 from ._version import __version__
@@ -129,6 +130,9 @@ class _ClientConfig:
         self.max_concurrency = max_concurrency
         self._setup()
 
+    #: the server answered a packed batch 415 (it predates the packed wire): batches go as JSON
+    _packed_refused = False
+
     def _setup(self) -> None:
         raise NotImplementedError
 
@@ -237,10 +241,12 @@ class Gradebox(_ClientConfig):
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
+        as_json: Callable[[], bytes] | None = None,
     ) -> tuple[Any, str | None]:
         """One API call; returns the parsed JSON (None for an empty answer) and the request id.
-        ``retry``: True when repeating the request cannot change the outcome."""
-        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query)
+        ``retry``: True when repeating the request cannot change the outcome. ``as_json``: the
+        raw body is a packed batch, and this makes its JSON (sent to a server that refuses it)."""
+        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, as_json=as_json)
         while True:
             try:
                 response = self._transport.send(method, call.path, call.headers, call.data, fresh=not retry)
@@ -284,6 +290,7 @@ class _Call:
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
+        as_json: Callable[[], bytes] | None = None,
     ) -> None:
         if query:
             kept = {k: str(v) for k, v in query.items() if v is not None}
@@ -292,12 +299,15 @@ class _Call:
         data = raw_body if raw_body is not None else (None if body is None else _dumps(body))
         headers = {"accept": "application/json", "user-agent": f"gradebox-python/{__version__}"}
         if data is not None:
-            headers["content-type"] = "application/json"
+            headers["content-type"] = "application/json" if as_json is None else PACKED_BATCH_TYPE
         elif method not in ("GET", "HEAD"):
             data = b""
         if client._api_key:
             headers["authorization"] = f"Bearer {client._api_key}"
         self.method, self.path, self.headers, self.data = method, path, headers, data
+        #: raw_body is a packed batch: its JSON, for a server that answers it 415 (one from before the packed wire)
+        self._as_json = as_json
+        self._client = client
         self.retry = retry
         self._max_retries: int = client.max_retries
         self._timeout: float = client.timeout
@@ -353,6 +363,12 @@ class _Call:
             problem = None
         if not isinstance(problem, dict):
             problem = {"detail": text[:500]} if text else {}
+        if response.status == 415 and self._as_json is not None:
+            # a server from before the packed wire: this request again as JSON, and every batch after it
+            self.data, self._as_json = self._as_json(), None
+            self.headers["content-type"] = "application/json"
+            self._client._packed_refused = True
+            return _Retry(0)
         if self._can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
             wait = _retry_after(response.headers.get("retry-after"))
             retry = _Retry(_backoff(self._attempt) if wait is None else wait)
@@ -650,13 +666,13 @@ class Graders:
         )
 
         def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
-            raw = plan.body(indexes, pinned, first)
+            raw = plan.body(indexes, pinned, first, packed=not self._client._packed_refused)
             if raw is None:
                 return _Chunk.expired(indexes, pinned)
-            answer, request_id = self._client._request("POST", plan.path, raw_body=raw, retry=True)
+            answer, request_id = self._client._request("POST", plan.path, raw_body=raw.data, as_json=raw.as_json, retry=True)
             return _Chunk.parse(answer, indexes, request_id)
 
-        parts = plan.parts(self._client.limits) if plan.encoded else []
+        parts = plan.parts(self._client.limits) if plan.count else []
         if not parts:
             # the server's own answer (400: a batch holds at least one thread)
             chunks = [send([], version, True)]
@@ -671,7 +687,7 @@ class Graders:
 
 class _BatchPlan:
     """One grade_batch call apart from its I/O (shared by Gradebox and AsyncGradebox): the
-    arguments checked, the threads encoded once, cut into requests the server's limits admit
+    arguments checked, the threads encoded once (packed, or as JSON when one cannot be), cut into requests the server's limits admit
     (never through a group), each request's body, and the answers merged."""
 
     def __init__(
@@ -709,7 +725,11 @@ class _BatchPlan:
         self.deadline_ms = deadline_ms
         self.groups: list[int] | None = None if groups is None else list(groups)
         self.summary = summary
-        self.encoded = [_dumps(w) for w in wires]
+        self.count = len(wires)
+        self._wires = wires
+        self.packed = PackedThreads.pack(wires, _dumps) if wires else None
+        # as JSON now only when a thread cannot be packed (the server then words what is wrong)
+        self._encoded = None if self.packed is not None else [_dumps(w) for w in wires]
         self.fields: dict[str, Any] = {}
         if on_unavailable is not None:
             self.fields["onUnavailable"] = _on_unavailable(on_unavailable)
@@ -723,16 +743,18 @@ class _BatchPlan:
     def parts(self, limits: Callable[[], Limits]) -> list[list[int]]:
         """The requests to send: each a list of thread indexes (``limits`` is read only when
         there are threads)."""
-        if not self.encoded:
+        if not self.count:
             return []
         got = limits()
         groups = self.groups
-        per_thread = [len(e) + 1 + (len(str(groups[i])) + 1 if groups is not None else 0) for i, e in enumerate(self.encoded)]
+        sizes = self.packed.sizes if self.packed is not None else [len(e) + 1 for e in self.encoded]
+        per_thread = [size + (len(str(groups[i])) + 1 if groups is not None else 0) for i, size in enumerate(sizes)]
         return _pack(self.units, per_thread, got["maxBatchThreads"], got["maxBodyBytes"] - len(_dumps(self.fields)))
 
-    def body(self, indexes: list[int], pinned: int | None, first: bool) -> bytes | None:
-        """One request's body, or None when the deadline passed before it was sent (the first
-        is always sent: the answer needs its version)."""
+    def body(self, indexes: list[int], pinned: int | None, first: bool, *, packed: bool = True) -> _Body | None:
+        """One request's body (packed unless ``packed`` is False or a thread cannot be), or None
+        when the deadline passed before it was sent (the first is always sent: the answer needs
+        its version)."""
         body = dict(self.fields)
         if pinned is not None:
             body["version"] = pinned
@@ -744,10 +766,34 @@ class _BatchPlan:
                 return None
             body["deadlineMs"] = max(1, left)
         tail = _dumps(body)
-        return b'{"threads":[' + b",".join(self.encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
+
+        def as_json() -> bytes:
+            encoded = self.encoded
+            return b'{"threads":[' + b",".join(encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
+
+        if packed and self.packed is not None and indexes:
+            return _Body(self.packed.body(indexes, tail), as_json)
+        return _Body(as_json(), None)
+
+    @property
+    def encoded(self) -> list[bytes]:
+        """Each thread as JSON (made when first needed: a server that refuses the packed wire)."""
+        if self._encoded is None:
+            self._encoded = [_dumps(w) for w in self._wires]
+        return self._encoded
 
     def merge(self, chunks: list[_Chunk]) -> tuple[BatchResult, list[str | None]]:
-        return _merge(chunks, len(self.encoded), self.summary, self.units if self.grouped else None, self.deadline_ms is not None)
+        return _merge(chunks, self.count, self.summary, self.units if self.grouped else None, self.deadline_ms is not None)
+
+
+class _Body:
+    """A grade-batch request's body: packed with a way to its JSON (``as_json``), or JSON."""
+
+    __slots__ = ("as_json", "data")
+
+    def __init__(self, data: bytes, as_json: Callable[[], bytes] | None) -> None:
+        self.data = data
+        self.as_json = as_json
 
 
 class Secrets:
