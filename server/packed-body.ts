@@ -12,7 +12,7 @@ import { isRole, type Metadata, ROLE_RULE, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { AppError } from "./errors.ts";
 import { parseUntrustedJson } from "./json-body.ts";
-import { MAX_METADATA_DEPTH, nestsDeeperThan } from "./schemas.ts";
+import { MAX_METADATA_DEPTH } from "./schemas.ts";
 
 const NEWLINE = "\n";
 const FORM = `a packed batch (${PACKED_BATCH_TYPE}) is the request's options as JSON, a newline, the batch's head as JSON, a newline, then every turn's content`;
@@ -97,8 +97,10 @@ export function parsePacked(body: string, config: Limits, options: $ZodType): Re
   }
   const head = body.slice(first + 1, second);
   const text = body.slice(second + 1);
-  const { nums, metadata, others } = checkHead(json(head, "head"), text.length, config);
-  return { ...(checked.data as Record<string, unknown>), threads: new PackedThreads(head, text, nums, metadata, others) };
+  const { nums, metadata, others, normalize } = checkHead(json(head, "head"), text.length, config);
+  // a metadata number JSON would not keep (Infinity, -0): the isolate gets what the JSON path would send it
+  const sent = normalize ? PackedThreads.head(nums, metadata, others) : head;
+  return { ...(checked.data as Record<string, unknown>), threads: new PackedThreads(sent, text, nums, metadata, others) };
 }
 
 function json(text: string, what: string): unknown {
@@ -112,17 +114,55 @@ function json(text: string, what: string): unknown {
 
 const isInt = (v: unknown, min: number, max: number): v is number => typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
 const isPlainObject = (v: unknown): v is Metadata => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+/** a value in an error message by its kind: never the value itself, which may be megabytes or nested past the stack */
+const describe = (v: unknown): string =>
+  typeof v === "number"
+    ? String(v)
+    : v === null
+      ? "null"
+      : Array.isArray(v)
+        ? "an array"
+        : typeof v === "object"
+          ? "an object"
+          : `a ${typeof v}`;
+
+/**
+ * What a thread's metadata holds that JSON's round trip would not keep: "deep" past the limit,
+ * "numbers" when a number is not finite (1e999 parses as Infinity) or -0, which the JSON path
+ * sends the isolate as null and 0. Iterative, one visit per value (as nestsDeeperThan).
+ */
+function metadataProblem(value: Metadata): "deep" | "numbers" | undefined {
+  let numbers = false;
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const v = values.pop() as object;
+    const depth = depths.pop() as number;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === "number") {
+        if (!Number.isFinite(child) || Object.is(child, -0)) numbers = true;
+      } else if (child !== null && typeof child === "object") {
+        if (depth + 1 > MAX_METADATA_DEPTH) return "deep";
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return numbers ? "numbers" : undefined;
+}
 
 /**
  * The head's shape (sdk/packed-batch.ts's PackedBatch.head, without groups: grouping is the
- * request's groupBy or groups), every thread within the JSON path's limits, and the contents
- * exactly as long as the head's lengths add up to. Throws AppError naming the first thread at fault.
+ * request's groupBy or groups), every thread within the JSON path's limits, every other role
+ * used by a turn, and the contents exactly as long as the head's lengths add up to. Throws
+ * AppError naming the first thread at fault. `normalize`: a metadata number JSON would not keep
+ * as it is (the head is then made again from the parsed metadata, as the JSON path's is).
  */
 export function checkHead(
   parsed: unknown,
   textLength: number,
   config: Limits,
-): { nums: number[]; metadata: Array<Metadata | null>; others: string[] } {
+): { nums: number[]; metadata: Array<Metadata | null>; others: string[]; normalize: boolean } {
   const bad = (message: string) => new AppError("INVALID_REQUEST", `the packed batch's head: ${message}`);
   if (!Array.isArray(parsed) || (parsed.length !== 2 && parsed.length !== 4)) {
     throw bad("must be [numbers, metadata] or [numbers, metadata, null, other roles]");
@@ -132,10 +172,15 @@ export function checkHead(
   let others: string[] = [];
   if (parsed.length === 4) {
     const roles = parsed[3] as unknown;
-    if (parsed[2] !== null || !Array.isArray(roles) || roles.length === 0)
+    if (parsed[2] !== null || !Array.isArray(roles) || roles.length === 0) {
       throw bad("a third element must be null and a fourth the other roles");
-    for (const role of roles)
-      if (!isRole(role) || (ROLES as readonly string[]).includes(role)) throw bad(`other roles: ${ROLE_RULE}, not a known one`);
+    }
+    for (const role of roles) {
+      if (!isRole(role))
+        throw bad(`other role ${typeof role === "string" ? JSON.stringify(role.slice(0, 80)) : describe(role)}: ${ROLE_RULE}`);
+      if ((ROLES as readonly string[]).includes(role))
+        throw bad(`other role "${role}" is a known role: use its index (${ROLES.indexOf(role as never)})`);
+    }
     others = roles as string[];
   }
   const count = metadata.length;
@@ -146,27 +191,45 @@ export function checkHead(
     });
   }
   const roles = ROLES.length + others.length;
+  const used = new Uint8Array(others.length);
+  let normalize = false;
   let n = 0;
   let total = 0;
   for (let t = 0; t < count; t++) {
     const turns = nums[n++];
     if (!isInt(turns, 1, config.maxTurns)) {
-      throw bad(`thread ${t}: a thread has 1 to ${config.maxTurns} turns (GRADEBOX_MAX_TURNS); its count is ${String(turns)}`);
+      throw bad(`thread ${t}: a thread has 1 to ${config.maxTurns} turns (GRADEBOX_MAX_TURNS); its count is ${describe(turns)}`);
     }
     for (let i = 0; i < turns; i++, n += 2) {
-      if (!isInt(nums[n], 0, roles - 1)) throw bad(`thread ${t}, turn ${i}: no role has index ${String(nums[n])}`);
+      const role = nums[n];
+      if (!isInt(role, 0, roles - 1)) throw bad(`thread ${t}, turn ${i}: no role has index ${describe(role)}`);
+      if (role >= ROLES.length) used[role - ROLES.length] = 1;
       const length = nums[n + 1];
       if (!isInt(length, 0, config.maxContent)) {
-        throw bad(`thread ${t}, turn ${i}: content is longer than ${config.maxContent} characters (GRADEBOX_MAX_CONTENT) or not a length`);
+        throw bad(
+          `thread ${t}, turn ${i}: a content length is a whole number up to ${config.maxContent} (GRADEBOX_MAX_CONTENT); this one is ${describe(length)}`,
+        );
       }
       total += length;
     }
     const m = metadata[t];
-    if (m !== null && !(isPlainObject(m) && !nestsDeeperThan(m, MAX_METADATA_DEPTH))) {
-      throw bad(`thread ${t}: metadata must be null or an object nesting at most ${MAX_METADATA_DEPTH} levels`);
+    if (m === null) continue;
+    if (!isPlainObject(m)) throw bad(`thread ${t}: metadata must be null or an object, not ${describe(m)}`);
+    const problem = metadataProblem(m);
+    if (problem === "deep") {
+      throw bad(
+        `thread ${t}: metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH}: flatten it`,
+      );
     }
+    if (problem === "numbers") normalize = true;
   }
   if (n !== nums.length) throw bad(`its numbers hold ${nums.length - n} more than ${count} threads' turns`);
-  if (total !== textLength) throw bad(`the turns' lengths add up to ${total} characters, but the contents hold ${textLength}`);
-  return { nums: nums as number[], metadata: metadata as Array<Metadata | null>, others };
+  const unused = used.indexOf(0);
+  if (unused >= 0) throw bad(`other role ${JSON.stringify(others[unused])} is used by no turn: list only the roles the turns use`);
+  if (total !== textLength) {
+    throw bad(
+      `the turns' lengths add up to ${total} characters, but the contents hold ${textLength} (a length counts UTF-16 code units, as JavaScript's string length, not bytes)`,
+    );
+  }
+  return { nums: nums as number[], metadata: metadata as Array<Metadata | null>, others, normalize };
 }

@@ -137,6 +137,23 @@ test("the options travel on the first line: version, deadline, summary, groups",
   assert.equal(missing.status, 404);
 });
 
+test("metadata numbers JSON would not keep (1e999, -0) reach the grader as the JSON path sends them, split or not", async () => {
+  await client.graders.create.function({
+    key: "numbers",
+    source:
+      "async (t) => ({ score: 1, metadata: { x: String(t.metadata.x), negz: Object.is(t.metadata.z, -0), b: String(t.metadata.b) } })",
+  });
+  const body = (n: number) =>
+    `{}\n[[${Array(n).fill("1,0,1").join(",")}],[${Array(n).fill('{"x":1e999,"z":-0,"b":-1e400}').join(",")}]]\n${"x".repeat(n)}`;
+  const asJson = { x: "null", negz: false, b: "null" };
+  for (const n of [1, 200]) {
+    const res = await post("/numbers/grade-batch", body(n));
+    const results = ((await res.json()) as { results: Array<{ metadata: unknown }> }).results;
+    assert.equal(res.status, 200);
+    for (const r of results) assert.deepEqual(r.metadata, asJson);
+  }
+});
+
 test("a combined grader reads a packed batch unpacked", async () => {
   await client.graders.create.function({ key: "turns", source: "async (t) => t.messages().length / 10" });
   await client.graders.create.combined({
@@ -161,13 +178,27 @@ test("a malformed packed body is refused with the JSON path's codes, naming what
   const one = (head: string, text: string, options = "{}") => `${options}\n${head}\n${text}`;
   await refused("{}", 400, "INVALID_REQUEST", /no newline/);
   await refused("{}\n[[1,0,1],[null]]", 400, "INVALID_REQUEST", /one newline/);
-  await refused(one("[[1,0,1],[null]]", "ab"), 400, "INVALID_REQUEST", /add up to 1 characters, but the contents hold 2/);
+  await refused(
+    one("[[1,0,1],[null]]", "ab"),
+    400,
+    "INVALID_REQUEST",
+    /add up to 1 characters, but the contents hold 2 \(a length counts UTF-16 code units/,
+  );
   await refused(one("[[1,0,3],[null]]", "ab"), 400, "INVALID_REQUEST", /add up to 3/);
   await refused(one("[[0],[null]]", ""), 400, "INVALID_REQUEST", /thread 0: a thread has 1 to/);
   await refused(one("[[1,9,1],[null]]", "a"), 400, "INVALID_REQUEST", /thread 0, turn 0: no role has index 9/);
-  await refused(one('[[1,5,1],[null],null,["user"]]', "a"), 400, "INVALID_REQUEST", /not a known one/);
-  await refused(one("[[1,0,1.5],[null]]", "a"), 400, "INVALID_REQUEST", /not a length/);
-  await refused(one("[[1,0,1],[[1]]]", "a"), 400, "INVALID_REQUEST", /thread 0: metadata must be null or an object/);
+  await refused(one('[[1,5,1],[null],null,["user"]]', "a"), 400, "INVALID_REQUEST", /"user" is a known role: use its index \(1\)/);
+  await refused(one("[[1,0,1.5],[null]]", "a"), 400, "INVALID_REQUEST", /a content length is a whole number .* this one is 1\.5/);
+  await refused(one("[[1,0,1],[[1]]]", "a"), 400, "INVALID_REQUEST", /thread 0: metadata must be null or an object, not an array/);
+  // a value the message would have to print is named by its kind: a nested array overflowed the stack (500), a long one made a 4 MB detail
+  const nested = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+  await refused(one(`[[${nested}],[null]]`, ""), 400, "INVALID_REQUEST", /thread 0: a thread has 1 to \d+ turns .*its count is an array$/);
+  await refused(one(`[[1,${nested},1],[null]]`, "a"), 400, "INVALID_REQUEST", /no role has index an array$/);
+  const long = await post("/echo/grade-batch", one(`[[[${Array(1_000_000).fill(7).join(",")}]],[null]]`, ""));
+  assert.equal(long.status, 400);
+  assert.ok(((await long.json()) as { detail: string }).detail.length < 300, "the detail does not repeat the value");
+  await refused(one('[[1,5,1],[null],null,["developer","critic"]]', "a"), 400, "INVALID_REQUEST", /other role "critic" is used by no turn/);
+  await refused(one("[[1,5,1],[null],null,[7]]", "a"), 400, "INVALID_REQUEST", /other role 7: a role is 1 to 64 characters/);
   await refused(one('[[1,0,1],["x"]]', "a"), 400, "INVALID_REQUEST", /metadata must be/);
   await refused(one("[[1,0,1,7],[null]]", "a"), 400, "INVALID_REQUEST", /1 more than 1 threads' turns/);
   await refused(one("[[],[]]", ""), 400, "INVALID_REQUEST", /at least one thread/);
@@ -178,7 +209,7 @@ test("a malformed packed body is refused with the JSON path's codes, naming what
   await refused(one("[[1,0,1],[null]]", "a", '{"deadlineMs":0}'), 400, "INVALID_REQUEST", /body\.deadlineMs/);
   await refused(one("[[1,0,1],[null]]", "a", '{"threads":[]}'), 400, "INVALID_REQUEST", /not an options field/);
   const deep = `${'{"a":'.repeat(70)}1${"}".repeat(70)}`;
-  await refused(one(`[[1,0,1],[${deep}]]`, "a"), 400, "INVALID_REQUEST", /nesting at most 64/);
+  await refused(one(`[[1,0,1],[${deep}]]`, "a"), 400, "INVALID_REQUEST", /more than 64 levels deep/);
   const tooLong = "x".repeat(server.config.maxContent + 1);
   await refused(one(`[[1,0,${tooLong.length}],[null]]`, tooLong), 400, "INVALID_REQUEST", /GRADEBOX_MAX_CONTENT/);
   const many = server.config.maxBatch + 1;
@@ -222,6 +253,8 @@ test("PackedThreads: a slice is the packed batch of its threads, and unpacking g
     assert.equal(part.count, to - from);
     assert.deepEqual(new PackedThreads(part.head, part.text, p.nums, p.metadata, p.others).threads(), threads.slice(from, to));
     assert.equal(part.text, again.text);
+    // a part's head lists only the other roles its own turns use, as packBatch's does
+    assert.deepEqual(JSON.parse(part.head)[3], JSON.parse(again.head)[3]);
   }
 });
 

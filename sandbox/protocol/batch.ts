@@ -2,7 +2,7 @@
 // SDK's: sdk/packed-batch.ts), and the units slices, calls and parts are cut along.
 
 import { type PackedBatch, unpackThreads } from "../../sdk/packed-batch.ts";
-import type { Metadata, WireThread } from "../../sdk/thread.ts";
+import { type Metadata, ROLES, type WireThread } from "../../sdk/thread.ts";
 
 export { checkGroups, type PackedBatch, packBatch } from "../../sdk/packed-batch.ts";
 
@@ -78,14 +78,44 @@ export class PackedThreads {
     return { count: this.count, head: this.head, text: this.text };
   }
 
-  /** threads from..to-1 as a batch of their own (a part of a split batch): its head re-made, its text a slice */
+  /**
+   * threads from..to-1 as a batch of their own (a part of a split batch): its head made again
+   * with only the other roles its turns use, its text a slice
+   */
   slice(from: number, to: number): PackedBatch {
     if (from === 0 && to === this.count) return this.batch;
     const { numAt, textAt } = this.at();
     const nums = this.nums.slice(numAt[from], numAt[to]);
-    const roles = this.others.length > 0 ? `,null,${JSON.stringify(this.others)}` : "";
-    const head = `[[${nums.join(",")}],${JSON.stringify(this.metadata.slice(from, to))}${roles}]`;
-    return { count: to - from, head, text: this.text.slice(textAt[from], textAt[to]) };
+    const others: string[] = [];
+    if (this.others.length > 0) {
+      // re-indexed in order of first use: a part carries its own roles, not the whole batch's
+      const index = new Map<number, number>();
+      for (let k = 0; k < nums.length; ) {
+        const turns = nums[k++];
+        for (let i = 0; i < turns; i++, k += 2) {
+          const role = nums[k];
+          if (role < ROLES.length) continue;
+          let mine = index.get(role);
+          if (mine === undefined) {
+            mine = ROLES.length + others.length;
+            index.set(role, mine);
+            others.push(this.others[role - ROLES.length]);
+          }
+          nums[k] = mine;
+        }
+      }
+    }
+    return {
+      count: to - from,
+      head: PackedThreads.head(nums, this.metadata.slice(from, to), others),
+      text: this.text.slice(textAt[from], textAt[to]),
+    };
+  }
+
+  /** a head made from its parts, as packBatch makes one (metadata through JSON.stringify) */
+  static head(nums: readonly number[], metadata: ReadonlyArray<Metadata | null>, others: readonly string[]): string {
+    const roles = others.length > 0 ? `,null,${JSON.stringify(others)}` : "";
+    return `[[${nums.join(",")}],${JSON.stringify(metadata)}${roles}]`;
   }
 
   /** the batch as WireThreads, for what grades thread objects (judges, endpoints, groups) */
