@@ -213,8 +213,14 @@ log("pool rows done");
 
 // (e) over HTTP through the SDK, against the real server in its own process
 const dir = mkdtempSync(join(tmpdir(), "gradebox-bench-"));
-// the real server in its own process, started as the tests start it
-const server = await spawnServer({ GRADEBOX_DB: join(dir, "g.db"), GRADEBOX_WORKERS: "2", GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32" });
+// the real server in its own process, started as the tests start it; the memory row registers
+// 1,000 graders beside the rows' own, past the default quota of 1,000 per project
+const server = await spawnServer({
+  GRADEBOX_DB: join(dir, "g.db"),
+  GRADEBOX_WORKERS: "2",
+  GRADEBOX_EGRESS_ALLOW: "127.0.0.1/32",
+  GRADEBOX_QUOTA_GRADERS: "2000",
+});
 try {
   const url = server.url;
   const client = new Gradebox({ baseURL: url, project: "default", apiKey: readFileSync(join(dir, "default.key"), "utf8").trim() });

@@ -503,11 +503,31 @@ export class Graders {
    * here over all its results, `provenance` is the first part's; `durationMs` is the whole call's.
    */
   async gradeBatch(params: GradeBatchParams, options?: RequestOptions): Promise<GradeBatchResponse> {
+    const started = Date.now();
+    if (!this.client.packedRefused) {
+      try {
+        return await this.sendBatch(params, options, started, true);
+      } catch (error) {
+        if (!(error instanceof APIError && error.status === 415)) throw error;
+        // a server from before the packed wire: the batch again as JSON, split by JSON's sizes,
+        // its deadline still counted from the call; JSON from here on
+        this.client.packedRefused = true;
+      }
+    }
+    return this.sendBatch(params, options, started, false);
+  }
+
+  /** gradeBatch's requests, their bodies packed (sdk/packed-batch.ts) or JSON */
+  private async sendBatch(
+    params: GradeBatchParams,
+    options: RequestOptions | undefined,
+    started: number,
+    packed: boolean,
+  ): Promise<GradeBatchResponse> {
     const { graderKey, threads, version, concurrency = DEFAULT_BATCH_CONCURRENCY, groups, groupBy, deadlineMs, summary } = params;
     if (groups !== undefined && groups.length !== threads.length) {
       throw new GradeboxError(`groups must hold one group index per thread (${groups.length} for ${threads.length} threads)`);
     }
-    const started = Date.now();
     const path = this.keyPath(graderKey, "/grade-batch");
     /** the deadline's time left, for a request sent now (at least 1 ms: the server's minimum) */
     const left = () => (deadlineMs === undefined ? undefined : Math.max(1, Math.round(deadlineMs - (Date.now() - started))));
@@ -538,41 +558,42 @@ export class Graders {
       if (error instanceof NotFoundError) return undefined; // a server without /v1/limits: one request, as before
       throw error;
     });
-    // the common case, one request, sent packed (sdk/packed-batch.ts): the server then checks
-    // numbers and one string instead of parsing every turn of every thread; its UTF-8 size is
-    // counted only when 3 bytes per UTF-16 unit could exceed the limit
+    /** a request's body: packed, unless the threads cannot be (then JSON: the server says what is wrong) */
+    const bodyOf = (part: WireThread[], fields: Omit<RequestBody<"graders.gradeBatch">, "threads">) => {
+      if (packed) {
+        try {
+          return { body: packedBody(part, fields), type: PACKED_BATCH_TYPE };
+        } catch (error) {
+          if (!(error instanceof TypeError)) throw error;
+        }
+      }
+      return { body: JSON.stringify({ threads: part, ...fields }), type: undefined };
+    };
+    const wire = threads.map(toWire);
+    // the common case, one request: its body is made in one go; its UTF-8 size is counted only
+    // when 3 bytes per UTF-16 unit could exceed the limit
     if (!limits || threads.length <= limits.maxBatchThreads) {
       const room = limits ? limits.maxBodyBytes - BODY_MARGIN_BYTES : Number.POSITIVE_INFINITY;
       const deadline = left();
-      const wire = threads.map(toWire);
-      const fields = {
-        ...(version === undefined ? {} : { version }),
-        ...shared,
-        ...(groups === undefined ? {} : { groups }),
-        ...(deadline === undefined ? {} : { deadlineMs: deadline }),
-        ...(summary === undefined ? {} : { summary }),
-      } satisfies Omit<RequestBody<"graders.gradeBatch">, "threads">;
-      const packed = !this.client.packedRefused;
-      let body: string | undefined;
+      let made: { body: string; type: string | undefined } | undefined;
       try {
-        body = packed ? packedBody(wire, fields) : JSON.stringify({ threads: wire, ...fields });
+        made = bodyOf(wire, {
+          ...(version === undefined ? {} : { version }),
+          ...shared,
+          ...(groups === undefined ? {} : { groups }),
+          ...(deadline === undefined ? {} : { deadlineMs: deadline }),
+          ...(summary === undefined ? {} : { summary }),
+        });
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // longer than a string may be: split below
       }
+      const body = made?.body;
       if (body !== undefined && (3 * body.length <= room || (body.length <= room && byteLength(body) <= room))) {
-        if (!packed) return post(body, threads.length, deadline);
-        try {
-          return await post(body, threads.length, deadline, PACKED_BATCH_TYPE);
-        } catch (error) {
-          if (!(error instanceof APIError && error.status === 415)) throw error;
-          // a server from before the packed wire: JSON from here on
-          this.client.packedRefused = true;
-          return post(JSON.stringify({ threads: wire, ...fields }), threads.length, deadline);
-        }
+        return post(body, threads.length, deadline, made?.type);
       }
     }
 
-    const wire = threads.map(toWire);
+    // a part's size is its JSON's, which a packed part never exceeds
     const serialized = wire.map((t) => JSON.stringify(t));
     /** each thread's group, to keep groups whole and to summarize them (groupBy: as the server groups) */
     const groupOf =
@@ -613,17 +634,23 @@ export class Graders {
         unsent += indexes.length;
         return undefined;
       }
-      const extra = JSON.stringify({
+      const fields = {
         ...(pinned === undefined ? {} : { version: pinned }),
         ...shared,
         ...(groups === undefined ? {} : { groups: indexes.map((i) => groups[i] as number) }),
         ...(deadline === undefined ? {} : { deadlineMs: deadline }),
-      }).slice(1, -1);
-      const answer = await post(
-        `{"threads":[${indexes.map((i) => serialized[i]).join(",")}]${extra ? `,${extra}` : ""}}`,
-        indexes.length,
-        deadline,
-      );
+      };
+      let body: { body: string; type: string | undefined };
+      if (packed)
+        body = bodyOf(
+          indexes.map((i) => wire[i] as WireThread),
+          fields,
+        );
+      else {
+        const extra = JSON.stringify(fields).slice(1, -1);
+        body = { body: `{"threads":[${indexes.map((i) => serialized[i]).join(",")}]${extra ? `,${extra}` : ""}}`, type: undefined };
+      }
+      const answer = await post(body.body, indexes.length, deadline, body.type);
       answer.results.forEach((r, j) => {
         results[indexes[j] as number] = r;
       });

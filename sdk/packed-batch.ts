@@ -87,24 +87,26 @@ export const PACKED_BATCH_TYPE = "application/vnd.gradebox.batch";
 
 /** The packed body, as the OpenAPI document describes it beside grade-batch's JSON one. */
 export const PACKED_BATCH_FORM =
-  "The same request with its threads packed (the TypeScript SDK sends this): the JSON body's fields but `threads` as a JSON " +
+  "The same request with its threads packed (both SDKs send it): the JSON body's fields but `threads` as a JSON " +
   "object, a newline, the head as JSON, a newline, then every turn's content concatenated, all UTF-8. The head is " +
   "[numbers, metadata]: numbers holds, per thread, its turn count then a role index (system, user, assistant, tool, " +
   "document are 0-4) and a content length in UTF-16 code units per turn; metadata holds an object or null per thread. " +
   "Other roles are indexed from 5 into a fourth element, [numbers, metadata, null, [role, …]]. The same limits as " +
-  "JSON apply, with the same error codes.";
+  "JSON apply, with the same error codes. Null metadata is no metadata; a lone UTF-16 surrogate cannot travel in UTF-8 (send JSON).";
 
 /**
  * A grade-batch request as the packed wire carries it: the request's options (every field of the
  * JSON body but `threads`) as JSON on the first line, the batch's head on the second (JSON never
  * holds a raw newline), and the contents after it. Throws TypeError for a thread that is not a
- * WireThread.
+ * WireThread, or a content UTF-8 cannot carry as it is: the caller sends that batch as JSON.
  */
 export function packedBody(
   threads: ReadonlyArray<{ readonly turns: readonly WireTurn[]; readonly metadata?: Metadata }>,
   options: Record<string, unknown>,
 ): string {
   const { head, text } = packBatch(threads);
+  // UTF-8 has no lone surrogate (it would arrive as U+FFFD): such a batch goes as JSON, which escapes it
+  if (!(text as string & { isWellFormed(): boolean }).isWellFormed()) throw new TypeError("a content holds a lone UTF-16 surrogate");
   return `${JSON.stringify(options)}\n${head}\n${text}`;
 }
 
@@ -128,7 +130,7 @@ export function unpackThreads(
       pos = end;
     }
     const m = metadata[t];
-    threads[t] = m === null ? { turns } : { turns, metadata: m };
+    threads[t] = m === null || m === undefined ? { turns } : { turns, metadata: m };
   }
   return threads;
 }

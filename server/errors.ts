@@ -73,6 +73,15 @@ export class AppError extends Error {
   }
 }
 
+/** 413 BATCH_TOO_LARGE for a batch of `count` threads past GRADEBOX_MAX_BATCH (a JSON body's, before zod walks it, or a packed one's) */
+export function checkBatchSize(count: number, maxBatch: number): void {
+  if (count > maxBatch) {
+    throw new AppError("BATCH_TOO_LARGE", `a batch holds at most ${maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${count}`, {
+      limit: maxBatch,
+    });
+  }
+}
+
 /** Fastify's own request errors, mapped onto our codes (JSON bodies are ours: json-body.ts). */
 export const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: "BODY_TOO_LARGE",

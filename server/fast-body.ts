@@ -8,11 +8,12 @@
 // (A plain body keeps its keys in the client's order, where zod's copy had the schema's: JSON
 // objects are unordered, and an endpoint grader receives the turns as the client sent them.)
 // test/fast-body.test.ts holds the two to that: whatever the check passes, zod accepts
-// unchanged.
+// unchanged. The one exception is a packed batch (packed-body.ts), which zod never sees: its
+// parser checked it with the same limits, and JSON cannot make the PackedThreads it carries.
 
 import { z } from "zod";
 import type { $ZodType } from "zod/v4/core";
-import { PackedThreads } from "../sandbox/protocol/batch.ts";
+import { PackedThreads } from "../sandbox/host/packed-threads.ts";
 import { isRole, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { MAX_DEADLINE_MS, MAX_METADATA_DEPTH, MAX_VERSION, nestsDeeperThan, threadSchema, VersionNumber } from "./schemas.ts";

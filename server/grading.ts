@@ -2,8 +2,8 @@
 // model, a combined grader through its parts (which may be either).
 
 import type { CodeSpec, WorkerCodeSpec } from "../sandbox/code/spec.ts";
+import { type Threads, threadCount, threadObjects } from "../sandbox/host/packed-threads.ts";
 import type { SandboxPool } from "../sandbox/host/pool.ts";
-import { type Threads, threadCount, threadObjects } from "../sandbox/protocol/batch.ts";
 import type { GraderCode } from "../sandbox/protocol/requests.ts";
 import type { GradeOutcome } from "../sandbox/validate/checks.ts";
 import type { WireThread } from "../sdk/thread.ts";

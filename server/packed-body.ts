@@ -6,13 +6,14 @@
 
 import type { FastifyInstance } from "fastify";
 import { type $ZodType, safeParse } from "zod/v4/core";
-import { PackedThreads } from "../sandbox/protocol/batch.ts";
+import { PackedThreads } from "../sandbox/host/packed-threads.ts";
 import { PACKED_BATCH_TYPE } from "../sdk/packed-batch.ts";
 import { isRole, type Metadata, ROLE_RULE, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
-import { AppError } from "./errors.ts";
-import { parseUntrustedJson } from "./json-body.ts";
+import { AppError, checkBatchSize } from "./errors.ts";
+import { parseUntrustedJson, readUtf8Body } from "./json-body.ts";
 import { MAX_METADATA_DEPTH } from "./schemas.ts";
+import { firstIssues, issuesText } from "./validator.ts";
 
 const NEWLINE = "\n";
 const FORM = `a packed batch (${PACKED_BATCH_TYPE}) is the request's options as JSON, a newline, the batch's head as JSON, a newline, then every turn's content`;
@@ -24,62 +25,20 @@ type Limits = Pick<Config, "maxBatch" | "maxTurns" | "maxContent" | "bodyLimit">
  * grade-batch is refused with 415. `options` is the zod schema of the JSON body less `threads`.
  */
 export function registerPackedParser(app: FastifyInstance, config: Limits, options: $ZodType): void {
-  const limit = config.bodyLimit;
   app.addContentTypeParser(PACKED_BATCH_TYPE, (req, payload, done) => {
     if (!req.routeOptions.url?.endsWith("/grade-batch")) {
       return done(new AppError("UNSUPPORTED_MEDIA_TYPE", `only POST …/grade-batch takes ${PACKED_BATCH_TYPE}; send application/json`));
     }
-    const declared = Number(req.headers["content-length"]);
-    if (declared > limit) return done(tooLarge(limit));
-    // decoded chunk by chunk as it arrives, as the JSON parser does (json-body.ts): a body held as
-    // one Buffer is memory outside V8's heap, whose growth sets off full collections
-    const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
-    let text = "";
-    let received = 0;
-    const finish = (error: Error | null, body?: unknown) => {
-      payload.off("data", onData);
-      payload.off("end", onEnd);
-      payload.off("error", onError);
-      done(error, body);
-    };
-    function onData(chunk: Buffer) {
-      received += chunk.length;
-      if (received > limit) return finish(tooLarge(limit));
+    readUtf8Body(req, payload, config.bodyLimit, "the packed batch", (error, text) => {
+      if (error || text === undefined) return done(error);
       try {
-        text += utf8.decode(chunk, { stream: true });
-      } catch {
-        finish(notUtf8());
-      }
-    }
-    function onEnd() {
-      if (!Number.isNaN(declared) && received !== declared) {
-        return finish(new AppError("INVALID_REQUEST", "the request body's size did not match its Content-Length"));
-      }
-      try {
-        text += utf8.decode();
-      } catch {
-        return finish(notUtf8());
-      }
-      try {
-        finish(null, parsePacked(text, config, options));
+        done(null, parsePacked(text, config, options));
       } catch (error) {
-        finish(error as Error);
+        done(error as Error, undefined);
       }
-    }
-    // the client went away, or body-budget.ts refused a chunk (its AppError answers as it is)
-    function onError(error: Error & { statusCode?: number }) {
-      if (!(error instanceof AppError) && !(typeof error.statusCode === "number" && error.statusCode >= 400)) error.statusCode = 400;
-      finish(error);
-    }
-    payload.on("data", onData);
-    payload.on("end", onEnd);
-    payload.on("error", onError);
-    payload.resume();
+    });
   });
 }
-
-const notUtf8 = () => new AppError("INVALID_ENCODING", "the request body is not valid UTF-8; send the packed batch encoded as UTF-8");
-const tooLarge = (limit: number) => new AppError("BODY_TOO_LARGE", `request body is larger than ${limit} bytes (GRADEBOX_BODY_LIMIT)`);
 
 /** The body of a packed grade-batch (decoded from UTF-8): its options as the JSON body has them, and `threads` a PackedThreads. Throws AppError. */
 export function parsePacked(body: string, config: Limits, options: $ZodType): Record<string, unknown> & { threads: PackedThreads } {
@@ -90,11 +49,11 @@ export function parsePacked(body: string, config: Limits, options: $ZodType): Re
   if (typeof opts !== "object" || opts === null || Array.isArray(opts))
     throw new AppError("INVALID_REQUEST", `${FORM}; the options are not a JSON object`);
   if ("threads" in opts) throw new AppError("INVALID_REQUEST", "a packed batch's threads are its head and contents, not an options field");
+  // zod words what is wrong as it does for a JSON body: its first issues, found with bounded work
+  const { issues, more } = firstIssues(options, opts);
+  if (issues.length > 0) throw new AppError("INVALID_REQUEST", issuesText(issues, more));
   const checked = safeParse(options, opts);
-  if (!checked.success) {
-    const issues = checked.error.issues.slice(0, 5).map((i) => `body${i.path.map((p) => `.${String(p)}`).join("")}: ${i.message}`);
-    throw new AppError("INVALID_REQUEST", issues.join("; "));
-  }
+  if (!checked.success) throw new AppError("INVALID_REQUEST", issuesText(checked.error.issues, false));
   const head = body.slice(first + 1, second);
   const text = body.slice(second + 1);
   const { nums, metadata, others, normalize } = checkHead(json(head, "head"), text.length, config);
@@ -120,11 +79,13 @@ const describe = (v: unknown): string =>
     ? String(v)
     : v === null
       ? "null"
-      : Array.isArray(v)
-        ? "an array"
-        : typeof v === "object"
-          ? "an object"
-          : `a ${typeof v}`;
+      : v === undefined
+        ? "missing"
+        : Array.isArray(v)
+          ? "an array"
+          : typeof v === "object"
+            ? "an object"
+            : `a ${typeof v}`;
 
 /**
  * What a thread's metadata holds that JSON's round trip would not keep: "deep" past the limit,
@@ -181,15 +142,12 @@ export function checkHead(
       if ((ROLES as readonly string[]).includes(role))
         throw bad(`other role "${role}" is a known role: use its index (${ROLES.indexOf(role as never)})`);
     }
+    if (new Set(roles).size !== roles.length) throw bad("an other role is listed twice: list each once");
     others = roles as string[];
   }
   const count = metadata.length;
   if (count < 1) throw new AppError("INVALID_REQUEST", "body.threads: threads must hold at least one thread");
-  if (count > config.maxBatch) {
-    throw new AppError("BATCH_TOO_LARGE", `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${count}`, {
-      limit: config.maxBatch,
-    });
-  }
+  checkBatchSize(count, config.maxBatch);
   const roles = ROLES.length + others.length;
   const used = new Uint8Array(others.length);
   let normalize = false;

@@ -160,11 +160,23 @@ export const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> = ({ sche
 export function describeZodIssues(error: FastifyError): string {
   const issues = (error as unknown as { validation: Array<{ instancePath?: string; message?: string }> & { more?: boolean } }).validation;
   const where = (error as unknown as { validationContext?: string }).validationContext ?? "body";
-  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => {
-    const path = i.instancePath?.replace(/^\//, "").replaceAll("/", ".") ?? "";
-    const text = `${where}${path ? `.${path}` : ""}: ${i.message}`;
+  const listed = issues
+    .slice(0, MAX_LISTED_ISSUES)
+    .map((i) => ({ path: i.instancePath?.replace(/^\//, "").split("/") ?? [], message: i.message }));
+  return listText(listed, issues.more === true || issues.length > listed.length, where);
+}
+
+/** zod's issues, worded as describeZodIssues words a validation error's (packed-body.ts's options) */
+export function issuesText(issues: readonly $ZodIssue[], more: boolean, where = "body"): string {
+  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => ({ path: i.path.map(String), message: i.message }));
+  return listText(listed, more || issues.length > listed.length, where);
+}
+
+function listText(issues: Array<{ path: string[]; message?: string }>, more: boolean, where: string): string {
+  const listed = issues.map(({ path, message }) => {
+    const at = path.filter((p) => p !== "").join(".");
+    const text = `${where}${at ? `.${at}` : ""}: ${message}`;
     return text.length > MAX_ISSUE_CHARS ? `${text.slice(0, MAX_ISSUE_CHARS)}…` : text;
   });
-  const more = issues.more === true || issues.length > listed.length;
   return more ? `${listed.join("; ")}; … and more issues (the first ${MAX_LISTED_ISSUES} are listed)` : listed.join("; ");
 }

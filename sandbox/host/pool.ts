@@ -14,10 +14,11 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import type { WireThread } from "../../sdk/thread.ts";
-import { checkGroups, PackedThreads, packBatch, type Threads, threadCount, threadObjects } from "../protocol/batch.ts";
+import { checkGroups, packBatch } from "../protocol/batch.ts";
 import type { ValidationResult } from "../protocol/replies.ts";
 import type { GraderCode } from "../protocol/requests.ts";
 import type { GradeOutcome, Language } from "../validate/checks.ts";
+import { PackedThreads, type Threads, threadCount, threadObjects } from "./packed-threads.ts";
 import { type GradeOptions, type PoolOptions, type Sandbox, SandboxUnavailableError, type WorkerStats } from "./sandbox.ts";
 import { Scheduler } from "./scheduler.ts";
 import { Supervisor } from "./supervisor.ts";

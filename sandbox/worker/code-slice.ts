@@ -5,7 +5,8 @@
 // progress slot name the item running, so a run isolated-vm cannot interrupt costs its worker
 // and the pool blames that item.
 
-import { ROLES } from "../../sdk/thread.ts";
+import { unpackThreads } from "../../sdk/packed-batch.ts";
+import type { Metadata, WireThread } from "../../sdk/thread.ts";
 import { gradeThread } from "../code/grade.ts";
 import { JsRunner } from "../code/js-runner.ts";
 import type { CodeOutcome } from "../code/outcomes.ts";
@@ -20,33 +21,10 @@ import type { GraderCode, SliceOptions } from "../protocol/requests.ts";
 import type { PythonTemplate } from "../python/template.ts";
 import type { CallWatch } from "./runtime.ts";
 
-interface Thread {
-  turns: { role: string; content: string }[];
-  metadata?: Record<string, unknown>;
-}
-
 /** The batch's threads, decoded as isolate/batch-reader.ts reads them. */
-export function unpackThreads(batch: PackedBatch): Thread[] {
-  const head = JSON.parse(batch.head) as [number[], (Record<string, unknown> | null)[], unknown?, string[]?];
-  const [nums, metadata] = head;
-  const others = head[3] ?? [];
-  const threads: Thread[] = [];
-  let at = 0;
-  let offset = 0;
-  for (let t = 0; t < batch.count; t++) {
-    const n = nums[at++];
-    const turns: Thread["turns"] = [];
-    for (let k = 0; k < n; k++) {
-      const index = nums[at++];
-      const length = nums[at++];
-      const role = index < ROLES.length ? ROLES[index] : others[index - ROLES.length];
-      turns.push({ role, content: batch.text.slice(offset, offset + length) });
-      offset += length;
-    }
-    const m = metadata[t];
-    threads.push({ turns, ...(m === null || m === undefined ? {} : { metadata: m }) });
-  }
-  return threads;
+function unpack(batch: PackedBatch): WireThread[] {
+  const head = JSON.parse(batch.head) as [number[], Array<Metadata | null>, unknown?, string[]?];
+  return unpackThreads(head[0], head[1], head[3] ?? [], batch.text);
 }
 
 /** how many projects' Python runners a worker keeps warm (each is an isolate of ~100 MB, two with assert-style tests): the least recently used goes */
@@ -194,7 +172,7 @@ export function gradeCodeSlice(
 ): SliceResult {
   const spec = parseCodeSpec(grader.compiled);
   runners.select(grader.project);
-  const threads = unpackThreads(batch);
+  const threads = unpack(batch);
   const count = Math.min(batch.count, options.end);
   const slot = progress ? new Float64Array(progress) : undefined;
   // only a code grader's words: the host refuses any other code from this path (host/replies.ts)

@@ -5,7 +5,7 @@
 import fp from "fastify-plugin";
 import { BodyBudget, registerBodyBudget } from "../body-budget.ts";
 import type { Config } from "../config.ts";
-import { AppError } from "../errors.ts";
+import { checkBatchSize } from "../errors.ts";
 import { registerJsonParser } from "../json-body.ts";
 
 export const requestsPlugin = fp(
@@ -21,13 +21,7 @@ export const requestsPlugin = fp(
     // a batch over the limit is refused before zod walks its threads (10 MB holds 240 000 of them)
     app.addHook("preValidation", async (req) => {
       const threads = (req.body as { threads?: unknown } | null | undefined)?.threads;
-      if (Array.isArray(threads) && threads.length > config.maxBatch) {
-        throw new AppError(
-          "BATCH_TOO_LARGE",
-          `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${threads.length}`,
-          { limit: config.maxBatch },
-        );
-      }
+      if (Array.isArray(threads)) checkBatchSize(threads.length, config.maxBatch);
     });
     const debugRequests = config.logLevel === "debug" || config.logLevel === "trace";
     app.addHook("onResponse", async (req, reply) => {

@@ -4,10 +4,10 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type Threads, threadCount, threadObjects } from "../../sandbox/protocol/batch.ts";
+import { type Threads, threadObjects } from "../../sandbox/host/packed-threads.ts";
 import { componentsOf, summarize } from "../../sdk/summary.ts";
 import type { Config } from "../config.ts";
-import { AppError } from "../errors.ts";
+import { AppError, checkBatchSize } from "../errors.ts";
 import { gradeBodies } from "../fast-body.ts";
 import type { Grading } from "../grading.ts";
 import { groupsOf } from "../groups.ts";
@@ -56,14 +56,6 @@ export interface GraderRoutesOptions {
   versions: Versions;
   validation: Validation;
   grading: Grading;
-}
-
-function checkBatch(count: number, config: Config): void {
-  if (count > config.maxBatch) {
-    throw new AppError("BATCH_TOO_LARGE", `a batch holds at most ${config.maxBatch} threads (GRADEBOX_MAX_BATCH); this one has ${count}`, {
-      limit: config.maxBatch,
-    });
-  }
 }
 
 export async function graderRoutes(
@@ -173,7 +165,7 @@ export async function graderRoutes(
       },
     },
     async (req) => {
-      if (req.body.threads) checkBatch(req.body.threads.length, config);
+      if (req.body.threads) checkBatchSize(req.body.threads.length, config.maxBatch);
       const { source, language = "typescript", threads } = req.body;
       const { warnings, results, shape } = await validation.validate(req.params.project, { source, language }, threads);
       return { valid: true as const, warnings, ...(shape ? { shape } : {}), ...(results ? { results: toResults(results) } : {}) };
@@ -457,9 +449,10 @@ export async function graderRoutes(
       },
     },
     async (req, reply) => {
-      // the threads as JSON sent them, or packed (packed-body.ts: checked, and graded as they came)
+      // the threads as JSON sent them, or packed: checked (its size too) by packed-body.ts, and
+      // graded as they came. zod's type says WireThread[]; read them only through Threads' helpers.
       const sent: Threads = req.body.threads;
-      checkBatch(threadCount(sent), config);
+      if (Array.isArray(sent)) checkBatchSize(sent.length, config.maxBatch);
       const started = performance.now();
       const { deadlineMs, onUnavailable } = req.body;
       const grouped = req.body.groupBy !== undefined || req.body.groups !== undefined;

@@ -271,12 +271,20 @@ def test_grade_batch_goes_packed_and_the_server_sees_every_thread_as_sent(client
             "POST",
             f"/v1/projects/{client.project}/graders/{graders['echo']}/grade-batch",
             raw_body=b"{}\n[[1,0,9],[null]]\nshort",
-            as_json=lambda: b"{}",
+            packed=True,
             retry=False,
         )
     assert info.value.code == "INVALID_REQUEST"
     assert "add up to 9 characters, but the contents hold 5" in info.value.message
     assert PACKED_BATCH_TYPE == "application/vnd.gradebox.batch"
+
+
+def test_a_split_batch_whose_parts_use_different_other_roles(client: Gradebox, graders: dict[str, str], max_batch: int) -> None:
+    # each request lists only the roles its own turns use: one part has developer, another critic, one neither
+    roles = ["developer"] * max_batch + ["user"] * max_batch + ["critic"] * max_batch
+    threads = [{"turns": [{"role": role, "content": f"c{i}"}]} for i, role in enumerate(roles)]
+    batch = client.graders.grade_batch(graders["echo"], threads)
+    assert [r["metadata"]["turns"] for r in batch["results"]] == [[[role, f"c{i}"]] for i, role in enumerate(roles)]
 
 
 def test_a_thread_the_client_cannot_pack_goes_as_json_and_the_server_words_its_error(client: Gradebox, graders: dict[str, str]) -> None:

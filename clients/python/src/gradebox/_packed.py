@@ -25,32 +25,38 @@ class PackedThreads:
 
     __slots__ = ("contents", "metadata", "numbers", "others", "sizes")
 
-    def __init__(self, numbers: list[bytes], metadata: list[bytes], contents: list[str], others: list[str], sizes: list[int]) -> None:
-        #: per thread: its turn count, then role index and content length per turn, as JSON numbers
+    def __init__(
+        self,
+        numbers: list[bytes | list[tuple[str, int]]],
+        metadata: list[bytes],
+        contents: list[str],
+        sizes: list[int],
+    ) -> None:
+        #: per thread: its turn count, then role index and content length per turn, as JSON
+        #: numbers; for a thread with a role outside ROLES, its (role, length) pairs, numbered per request
         self.numbers = numbers
         #: per thread: its metadata as JSON, or b"null"
         self.metadata = metadata
         #: per thread: its turns' contents, concatenated
         self.contents = contents
-        #: roles outside ROLES, in the order of their indexes (len(ROLES) on)
-        self.others = others
-        #: per thread: the bytes it adds to a body (its numbers, metadata and contents, and two commas)
+        #: per thread: the bytes it adds to a body (its numbers, metadata and contents, two commas, its roles)
         self.sizes = sizes
 
     @classmethod
     def pack(cls, wires: Sequence[Mapping[str, Any]], dumps: Callable[[object], bytes]) -> PackedThreads | None:
-        """The threads packed; None when one is not {"turns": [{"role": str, "content": str}, …],
-        "metadata"?}, so that it goes as JSON and the server words what is wrong with it."""
-        others: dict[str, int] = {}
-        numbers: list[bytes] = []
+        """The threads packed; None when one is not {"turns": [{"role": str, "content": str}, …]}, so
+        that the batch goes as JSON and the server words what is wrong with it."""
+        numbers: list[bytes | list[tuple[str, int]]] = []
         metadata: list[bytes] = []
         contents: list[str] = []
         sizes: list[int] = []
         for wire in wires:
             turns = wire.get("turns")
-            if not isinstance(turns, list) or not turns or len(wire) > 2 or ("metadata" not in wire and len(wire) != 1):
+            if not isinstance(turns, list) or not turns:
                 return None
             parts = [str(len(turns))]
+            pairs: list[tuple[str, int]] = []
+            known = True
             texts: list[str] = []
             for turn in turns:
                 if not isinstance(turn, Mapping) or len(turn) != 2:
@@ -58,31 +64,42 @@ class PackedThreads:
                 role, content = turn.get("role"), turn.get("content")
                 if not isinstance(role, str) or not isinstance(content, str):
                     return None
+                length = _utf16_length(content)
                 index = _ROLE_INDEX.get(role)
-                if index is None:
-                    index = others.setdefault(role, len(ROLES) + len(others))
-                parts.append(f"{index},{_utf16_length(content)}")
+                known = known and index is not None
+                parts.append(f"{index},{length}")
+                pairs.append((role, length))
                 texts.append(content)
-            numbers.append(",".join(parts).encode("ascii"))
+            numbers.append(",".join(parts).encode("ascii") if known else pairs)
             meta = wire.get("metadata")
             metadata.append(b"null" if meta is None else dumps(meta))
             text = "".join(texts)
             contents.append(text)
-            sizes.append(len(numbers[-1]) + len(metadata[-1]) + 2 + (len(text) if text.isascii() else len(text.encode("utf-8"))))
-        return cls(numbers, metadata, contents, list(others), sizes)
+            size = len(metadata[-1]) + 2 + (len(text) if text.isascii() else len(text.encode("utf-8")))
+            # a thread with other roles: its numbers once numbered, at most, and its roles in the request's list
+            n = numbers[-1]
+            sizes.append(size + (len(n) if isinstance(n, bytes) else sum(12 + 4 * len(r) + 3 for r, _ in pairs)))
+        return cls(numbers, metadata, contents, sizes)
 
     def body(self, indexes: Sequence[int], options: bytes) -> bytes:
-        """The packed body of the threads at ``indexes``, with the request's options (JSON)."""
-        roles = b",null," + json.dumps(self.others, ensure_ascii=False).encode("utf-8") if self.others else b""
-        head = (
-            b"[["
-            + b",".join(self.numbers[i] for i in indexes)
-            + b"],["
-            + b",".join(self.metadata[i] for i in indexes)
-            + b"]"
-            + roles
-            + b"]"
-        )
+        """The packed body of the threads at ``indexes``, with the request's options (JSON): the
+        roles outside ROLES are the ones these threads use, numbered in order of first use."""
+        others: dict[str, int] = {}
+        numbers: list[bytes] = []
+        for i in indexes:
+            n = self.numbers[i]
+            if isinstance(n, bytes):
+                numbers.append(n)
+                continue
+            parts = [str(len(n))]
+            for role, length in n:
+                index = _ROLE_INDEX.get(role)
+                if index is None:
+                    index = others.setdefault(role, len(ROLES) + len(others))
+                parts.append(f"{index},{length}")
+            numbers.append(",".join(parts).encode("ascii"))
+        roles = b",null," + json.dumps(list(others), ensure_ascii=False).encode("utf-8") if others else b""
+        head = b"[[" + b",".join(numbers) + b"],[" + b",".join(self.metadata[i] for i in indexes) + b"]" + roles + b"]"
         return options + b"\n" + head + b"\n" + "".join(self.contents[i] for i in indexes).encode("utf-8")
 
 

@@ -9,7 +9,7 @@ import asyncio
 import builtins
 import os
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ._async_transport import AsyncTransport
@@ -25,6 +25,7 @@ from .client import (
     _kind_body,
     _on_unavailable,
     _one_key,
+    _PackedRefused,
     _point_into_file,
     _Retry,
     to_wire,
@@ -107,10 +108,10 @@ class AsyncGradebox(_ClientConfig):
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
-        as_json: Callable[[], bytes] | None = None,
+        packed: bool = False,
     ) -> tuple[Any, str | None]:
         """One API call, as Gradebox._request: the parsed JSON and the request id."""
-        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, as_json=as_json)
+        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, packed=packed)
         while True:
             try:
                 response = await self._transport.send(method, call.path, call.headers, call.data, fresh=not retry)
@@ -284,15 +285,25 @@ class AsyncGraders:
             group_by=group_by,
             groups=groups,
             summary=summary,
+            packed=not self._client._packed_refused,
         )
+        try:
+            return await self._send(plan, version)
+        except _PackedRefused:
+            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes
+            return await self._send(plan.as_json(), version)
+
+    async def _send(self, plan: _BatchPlan, version: int | None) -> tuple[BatchResult, builtins.list[str | None]]:
         gate = asyncio.Semaphore(self._client.max_concurrency)
 
         async def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
             async with gate:
-                raw = plan.body(indexes, pinned, first, packed=not self._client._packed_refused)
+                raw = plan.body(indexes, pinned, first)
                 if raw is None:
                     return _Chunk.expired(indexes, pinned)
-                answer, request_id = await self._client._request("POST", plan.path, raw_body=raw.data, as_json=raw.as_json, retry=True)
+                answer, request_id = await self._client._request(
+                    "POST", plan.path, raw_body=raw, packed=plan.packs(indexes), retry=True
+                )
             return _Chunk.parse(answer, indexes, request_id)
 
         limits = await self._client.limits() if plan.count else None

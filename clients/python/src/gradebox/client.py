@@ -241,12 +241,12 @@ class Gradebox(_ClientConfig):
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
-        as_json: Callable[[], bytes] | None = None,
+        packed: bool = False,
     ) -> tuple[Any, str | None]:
         """One API call; returns the parsed JSON (None for an empty answer) and the request id.
-        ``retry``: True when repeating the request cannot change the outcome. ``as_json``: the
-        raw body is a packed batch, and this makes its JSON (sent to a server that refuses it)."""
-        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, as_json=as_json)
+        ``retry``: True when repeating the request cannot change the outcome. ``packed``: the raw
+        body is a packed batch (_PackedRefused when the server predates the packed wire)."""
+        call = _Call(self, method, path, retry=retry, body=body, raw_body=raw_body, query=query, packed=packed)
         while True:
             try:
                 response = self._transport.send(method, call.path, call.headers, call.data, fresh=not retry)
@@ -263,6 +263,10 @@ class Gradebox(_ClientConfig):
                 time.sleep(outcome.wait)
                 continue
             return outcome
+
+
+class _PackedRefused(Exception):
+    """The server answered a packed batch 415: it predates the packed wire."""
 
 
 class _Retry:
@@ -290,7 +294,7 @@ class _Call:
         body: object = None,
         raw_body: bytes | None = None,
         query: Mapping[str, str | int | None] | None = None,
-        as_json: Callable[[], bytes] | None = None,
+        packed: bool = False,
     ) -> None:
         if query:
             kept = {k: str(v) for k, v in query.items() if v is not None}
@@ -299,14 +303,14 @@ class _Call:
         data = raw_body if raw_body is not None else (None if body is None else _dumps(body))
         headers = {"accept": "application/json", "user-agent": f"gradebox-python/{__version__}"}
         if data is not None:
-            headers["content-type"] = "application/json" if as_json is None else PACKED_BATCH_TYPE
+            headers["content-type"] = PACKED_BATCH_TYPE if packed else "application/json"
         elif method not in ("GET", "HEAD"):
             data = b""
         if client._api_key:
             headers["authorization"] = f"Bearer {client._api_key}"
         self.method, self.path, self.headers, self.data = method, path, headers, data
-        #: raw_body is a packed batch: its JSON, for a server that answers it 415 (one from before the packed wire)
-        self._as_json = as_json
+        #: raw_body is a packed batch (the packed wire): a 415 says the server predates it
+        self._packed = packed
         self._client = client
         self.retry = retry
         self._max_retries: int = client.max_retries
@@ -363,12 +367,10 @@ class _Call:
             problem = None
         if not isinstance(problem, dict):
             problem = {"detail": text[:500]} if text else {}
-        if response.status == 415 and self._as_json is not None:
-            # a server from before the packed wire: this request again as JSON, and every batch after it
-            self.data, self._as_json = self._as_json(), None
-            self.headers["content-type"] = "application/json"
+        if response.status == 415 and self._packed:
+            # a server from before the packed wire: grade_batch starts again as JSON, and stays with it
             self._client._packed_refused = True
-            return _Retry(0)
+            raise _PackedRefused()
         if self._can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
             wait = _retry_after(response.headers.get("retry-after"))
             retry = _Retry(_backoff(self._attempt) if wait is None else wait)
@@ -663,13 +665,20 @@ class Graders:
             group_by=group_by,
             groups=groups,
             summary=summary,
+            packed=not self._client._packed_refused,
         )
+        try:
+            return self._send(plan, version)
+        except _PackedRefused:
+            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes
+            return self._send(plan.as_json(), version)
 
+    def _send(self, plan: _BatchPlan, version: int | None) -> tuple[BatchResult, builtins.list[str | None]]:
         def send(indexes: builtins.list[int], pinned: int | None, first: bool) -> _Chunk:
-            raw = plan.body(indexes, pinned, first, packed=not self._client._packed_refused)
+            raw = plan.body(indexes, pinned, first)
             if raw is None:
                 return _Chunk.expired(indexes, pinned)
-            answer, request_id = self._client._request("POST", plan.path, raw_body=raw.data, as_json=raw.as_json, retry=True)
+            answer, request_id = self._client._request("POST", plan.path, raw_body=raw, packed=plan.packs(indexes), retry=True)
             return _Chunk.parse(answer, indexes, request_id)
 
         parts = plan.parts(self._client.limits) if plan.count else []
@@ -701,8 +710,11 @@ class _BatchPlan:
         group_by: str | None,
         groups: Sequence[int] | None,
         summary: bool | Mapping[str, Any] | None,
+        packed: bool = True,
+        started: float | None = None,
     ) -> None:
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started
+        self._args = (path, threads, version, deadline_ms, on_unavailable, group_by, groups, summary)
         if deadline_ms is not None and (
             isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 1 <= deadline_ms <= MAX_DEADLINE_MS
         ):
@@ -726,10 +738,10 @@ class _BatchPlan:
         self.groups: list[int] | None = None if groups is None else list(groups)
         self.summary = summary
         self.count = len(wires)
-        self._wires = wires
-        self.packed = PackedThreads.pack(wires, _dumps) if wires else None
-        # as JSON now only when a thread cannot be packed (the server then words what is wrong)
-        self._encoded = None if self.packed is not None else [_dumps(w) for w in wires]
+        self.packed = PackedThreads.pack(wires, _dumps) if wires and packed else None
+        # as JSON only when the batch is not packed: a thread cannot be (the server then words
+        # what is wrong with it), or the server predates the packed wire
+        self.encoded = [_dumps(w) for w in wires] if self.packed is None else []
         self.fields: dict[str, Any] = {}
         if on_unavailable is not None:
             self.fields["onUnavailable"] = _on_unavailable(on_unavailable)
@@ -751,10 +763,29 @@ class _BatchPlan:
         per_thread = [size + (len(str(groups[i])) + 1 if groups is not None else 0) for i, size in enumerate(sizes)]
         return _pack(self.units, per_thread, got["maxBatchThreads"], got["maxBodyBytes"] - len(_dumps(self.fields)))
 
-    def body(self, indexes: list[int], pinned: int | None, first: bool, *, packed: bool = True) -> _Body | None:
-        """One request's body (packed unless ``packed`` is False or a thread cannot be), or None
-        when the deadline passed before it was sent (the first is always sent: the answer needs
-        its version)."""
+    def as_json(self) -> _BatchPlan:
+        """The same call with JSON bodies, its deadline still counted from the call's start."""
+        path, threads, version, deadline_ms, on_unavailable, group_by, groups, summary = self._args
+        return _BatchPlan(
+            path,
+            threads,
+            version,
+            deadline_ms=deadline_ms,
+            on_unavailable=on_unavailable,
+            group_by=group_by,
+            groups=groups,
+            summary=summary,
+            packed=False,
+            started=self.started,
+        )
+
+    def packs(self, indexes: list[int]) -> bool:
+        """Whether the body of these threads is packed."""
+        return self.packed is not None and bool(indexes)
+
+    def body(self, indexes: list[int], pinned: int | None, first: bool) -> bytes | None:
+        """One request's body (packed, or JSON: see ``packs``), or None when the deadline passed
+        before it was sent (the first is always sent: the answer needs its version)."""
         body = dict(self.fields)
         if pinned is not None:
             body["version"] = pinned
@@ -766,34 +797,12 @@ class _BatchPlan:
                 return None
             body["deadlineMs"] = max(1, left)
         tail = _dumps(body)
-
-        def as_json() -> bytes:
-            encoded = self.encoded
-            return b'{"threads":[' + b",".join(encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
-
-        if packed and self.packed is not None and indexes:
-            return _Body(self.packed.body(indexes, tail), as_json)
-        return _Body(as_json(), None)
-
-    @property
-    def encoded(self) -> list[bytes]:
-        """Each thread as JSON (made when first needed: a server that refuses the packed wire)."""
-        if self._encoded is None:
-            self._encoded = [_dumps(w) for w in self._wires]
-        return self._encoded
+        if self.packed is not None and indexes:
+            return self.packed.body(indexes, tail)
+        return b'{"threads":[' + b",".join(self.encoded[i] for i in indexes) + b"]" + (b"," + tail[1:] if body else b"}")
 
     def merge(self, chunks: list[_Chunk]) -> tuple[BatchResult, list[str | None]]:
         return _merge(chunks, self.count, self.summary, self.units if self.grouped else None, self.deadline_ms is not None)
-
-
-class _Body:
-    """A grade-batch request's body: packed with a way to its JSON (``as_json``), or JSON."""
-
-    __slots__ = ("as_json", "data")
-
-    def __init__(self, data: bytes, as_json: Callable[[], bytes] | None) -> None:
-        self.data = data
-        self.as_json = as_json
 
 
 class Secrets:
