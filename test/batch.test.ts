@@ -218,6 +218,45 @@ describe("one batch split across workers", () => {
     );
   });
 
+  test("a long batch's later slices go without it to the worker that holds it, and grade the same", async () => {
+    await call(s.app, "POST", base, {
+      key: "steady",
+      source: "async (t) => { const end = Date.now() + 10; while (Date.now() < end) {} return Number(t.metadata.i ?? 0) }",
+    });
+    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/steady/grade`, { thread: thread("x", { i: 0 }) });
+    // the pool's worker handles (sandbox/host/supervisor.ts): every grade request it sends, with or without its batch
+    const workers = (
+      s.pool as unknown as {
+        workers: { send: (w: unknown, request: { op: string; batch?: unknown; batchId?: number }, r: unknown) => void };
+      }
+    ).workers;
+    const send = workers.send;
+    const sent: Array<{ batch: boolean; batchId?: number }> = [];
+    workers.send = (w, request, r) => {
+      if (request.op === "grade") sent.push({ batch: request.batch !== undefined, batchId: request.batchId });
+      send.call(workers, w, request, r);
+    };
+    try {
+      // 150 items of 10 ms: each part runs past one slice (half the 1 s time limit)
+      const threads = Array.from({ length: 150 }, (_, i) => thread(`item ${i}`, { i }));
+      const res = await call(s.app, "POST", `${base}/steady/grade-batch`, { threads });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(
+        res.body.results,
+        threads.map((_, i) => ({ outcome: "scored", score: i })),
+      );
+    } finally {
+      workers.send = send;
+    }
+    const withBatch = sent.filter((x) => x.batch).length;
+    assert.ok(sent.length >= 4, `the parts ran in several slices (${sent.length} requests)`);
+    assert.ok(withBatch < sent.length, `some slices went without their batch (${withBatch} of ${sent.length} carried it)`);
+    assert.ok(
+      sent.every((x) => typeof x.batchId === "number"),
+      "every slice names its batch",
+    );
+  });
+
   test("a worker killed from outside under one part costs no item: the slice is graded again on a fresh worker", async () => {
     await call(s.app, "POST", base, {
       key: "slow",

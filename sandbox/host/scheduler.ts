@@ -189,7 +189,10 @@ export class Scheduler {
         ...(task.deadlineAt === undefined ? {} : { deadlineAt: task.deadlineAt - REPLY_MARGIN_MS }),
         ...(task.deadlineAt !== undefined && retry === undefined ? { setAside: true } : {}),
       };
-      request = { id, op: "grade", grader: task.grader, batch: task.batch, from, options };
+      // a long batch's later slices usually go back to the worker that ran the last: it holds the batch
+      const held = worker.heldBatch === task.batchId;
+      request = { id, op: "grade", grader: task.grader, ...(held ? {} : { batch: task.batch }), batchId: task.batchId, from, options };
+      worker.heldBatch = task.batchId;
       // one slice, then one call that may run to its hard deadline, plus loading the module (and
       // for Python, booting the worker's interpreter template and restoring the grader's isolate)
       budgetMs =

@@ -40,6 +40,8 @@ export interface WorkerHandle {
   stderrTail: string;
   /** graders this worker ran recently: dispatch prefers to send a grader back to them */
   recent: Set<string>;
+  /** the id of the batch this worker holds: the last one it was sent (a grade request without a batch means this one) */
+  heldBatch?: number;
 }
 
 /** What the supervisor tells the scheduler. */

@@ -28,6 +28,8 @@ export interface GradeTask {
   project: string;
   grader: GraderCode;
   batch: PackedBatch;
+  /** the batch's id, unique in this process: a worker that holds it is not sent it again */
+  batchId: number;
   count: number;
   /** the batch's units (its groups, or single threads): slices start and end at their bounds, and a culprit is a whole unit */
   units: Units;
@@ -91,6 +93,8 @@ export interface Running {
   trusted: boolean;
 }
 
+let batchIds = 0;
+
 export function gradeTask(
   grader: GraderCode,
   batch: PackedBatch,
@@ -102,6 +106,7 @@ export function gradeTask(
     project: grader.project,
     grader,
     batch,
+    batchId: ++batchIds,
     count: batch.count,
     units: unitsOf(batch),
     outcomes: [],

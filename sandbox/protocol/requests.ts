@@ -58,8 +58,12 @@ export interface SliceOptions {
 }
 
 export type WorkerRequest =
-  /** grade `batch` from item `from` on, for one slice (the reply may carry `retire` and `fault`: see SliceResult) */
-  | { id: number; op: "grade"; grader: GraderCode; batch: PackedBatch; from: number; options: SliceOptions }
+  /**
+   * grade batch `batchId` from item `from` on, for one slice (the reply may carry `retire` and
+   * `fault`: see SliceResult). `batch` is absent when the worker holds it already: a worker keeps
+   * the last batch it was sent, so a long batch's later slices do not send it again.
+   */
+  | { id: number; op: "grade"; grader: GraderCode; batch?: PackedBatch; batchId: number; from: number; options: SliceOptions }
   /** `mock`: grade the built-in sample thread (test_run without samples of the grader's own) */
   | { id: number; op: "validate"; source: string; mock: boolean; language?: Language }
   | { id: number; op: "stats" };

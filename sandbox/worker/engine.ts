@@ -69,6 +69,8 @@ const readsMissing = (message: string) => /KeyError|NoneType|undefined|null/.tes
 
 export class Engine {
   private readonly warm = new Map<string, Runtime>();
+  /** the batch each warm isolate last loaded (the prelude keeps it): a call on the same batch sends none */
+  private readonly loadedIn = new WeakMap<Runtime, PackedBatch>();
   /** warm isolates dropped to keep the cache within its count and heap bounds */
   evictions = 0;
   /** CPU time spent inside isolates grading (isolated-vm's cpuTime), summed: what grader code costs here */
@@ -233,7 +235,6 @@ export class Engine {
     let i = from;
     let single = options.single;
     let inARow = options.limitsInARow;
-    let loaded: Runtime | undefined;
     let violation: string | undefined;
     let fault: string | undefined;
     /** the deadline came: the items from i on are not finished, and that is nobody's fault */
@@ -300,9 +301,10 @@ export class Engine {
       const cpuBefore = rt.isolate.cpuTime;
       this.watch.begin(i, asked, this.limits.timeoutMs, rssBefore);
       try {
-        const reply = rt.call(loaded === rt ? undefined : batch, i, asked, deadlineAt, capAt);
+        // an isolate that holds this batch already (a call before, in this slice or the last) is not sent it again
+        const reply = rt.call(this.loadedIn.get(rt) === batch ? undefined : batch, i, asked, deadlineAt, capAt);
         this.isolateCpuUs += Number(rt.isolate.cpuTime - cpuBefore) / 1000;
-        loaded = rt;
+        this.loadedIn.set(rt, batch);
         // a call ends where a unit does; only a thread whose promise never settles is left inside a group
         const reached = i + reply.outcomes.length;
         if (!reply.pending && !units.isStart(reached)) throw new ReplyViolation("a group's results were cut short");
@@ -311,7 +313,7 @@ export class Engine {
           // the grader keeps what its calls make: this call's items fail, and its isolate goes
           fault = retainedMessage(rt.retained, bounds, this.limits.memoryMb);
           discard();
-          loaded = undefined;
+          this.loadedIn.delete(rt);
           const covered = (reply.pending ? units.endOf(reached) : reached) - i;
           for (let k = 0; k < covered; k++) push({ error: { code: "GRADER_MEMORY_LIMIT", message: fault } });
           checkGiveBack();
@@ -319,7 +321,7 @@ export class Engine {
           for (const outcome of reply.outcomes) push(outcome);
           if (rt.spent) {
             discard();
-            loaded = undefined;
+            this.loadedIn.delete(rt);
           }
           if (reply.pending) {
             // microtasks drained with the item's promise still pending: it can never settle, and
@@ -357,7 +359,7 @@ export class Engine {
           }
         }
         discard();
-        loaded = undefined;
+        this.loadedIn.delete(rt);
         checkGiveBack();
         if (stopped) {
           break;

@@ -6,6 +6,7 @@
 
 import { Worker } from "node:worker_threads";
 import { SLOT } from "../isolate/slot.ts";
+import type { PackedBatch } from "../protocol/batch.ts";
 import type { WorkerHello, WorkerReply } from "../protocol/replies.ts";
 import { type EngineLimits, LIMITS_ENV, ROLE_ENV, type WorkerNotice, type WorkerRequest } from "../protocol/requests.ts";
 import { Engine } from "./engine.ts";
@@ -59,11 +60,17 @@ const engine = new Engine(limits, {
   bounds,
 });
 
+/** the last batch the pool sent: it sends a later slice of the same batch without it */
+let held: { id: number; batch: PackedBatch } | undefined;
+
 async function handle(req: WorkerRequest): Promise<WorkerReply> {
   currentJob = req.id;
   switch (req.op) {
-    case "grade":
-      return { id: req.id, op: "grade", ...engine.gradeSlice(req.grader, req.batch, req.from, req.options) };
+    case "grade": {
+      if (req.batch) held = { id: req.batchId, batch: req.batch };
+      else if (held?.id !== req.batchId) throw new Error(`the worker was sent a slice of batch ${req.batchId} without it, and holds none`);
+      return { id: req.id, op: "grade", ...engine.gradeSlice(req.grader, held.batch, req.from, req.options) };
+    }
     case "validate":
       return {
         id: req.id,
