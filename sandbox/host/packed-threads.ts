@@ -6,9 +6,9 @@ import { type PackedBatch, unpackThreads } from "../../sdk/packed-batch.ts";
 import { type Metadata, ROLES, type WireThread } from "../../sdk/thread.ts";
 
 /**
- * A batch that came packed (the packed wire, server/packed-body.ts), checked and kept as it came:
- * the pool grades it without a thread object being built. `nums`, `metadata` and `others` are
- * its head as parsed (the check read them); `head` and `text` are what the isolate is sent.
+ * Kept as it came: the pool grades it without a thread object being built. `nums`, `metadata`
+ * and `others` are its head as parsed (the check read them); `head` and `text` are what the
+ * isolate is sent.
  */
 export class PackedThreads {
   private offsets: { numAt: Int32Array; textAt: Float64Array } | undefined;

@@ -714,7 +714,17 @@ class _BatchPlan:
         started: float | None = None,
     ) -> None:
         self.started = time.monotonic() if started is None else started
-        self._args = (path, threads, version, deadline_ms, on_unavailable, group_by, groups, summary)
+        #: the call, for as_json
+        self._call: dict[str, Any] = {
+            "path": path,
+            "threads": threads,
+            "version": version,
+            "deadline_ms": deadline_ms,
+            "on_unavailable": on_unavailable,
+            "group_by": group_by,
+            "groups": groups,
+            "summary": summary,
+        }
         if deadline_ms is not None and (
             isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int) or not 1 <= deadline_ms <= MAX_DEADLINE_MS
         ):
@@ -765,19 +775,7 @@ class _BatchPlan:
 
     def as_json(self) -> _BatchPlan:
         """The same call with JSON bodies, its deadline still counted from the call's start."""
-        path, threads, version, deadline_ms, on_unavailable, group_by, groups, summary = self._args
-        return _BatchPlan(
-            path,
-            threads,
-            version,
-            deadline_ms=deadline_ms,
-            on_unavailable=on_unavailable,
-            group_by=group_by,
-            groups=groups,
-            summary=summary,
-            packed=False,
-            started=self.started,
-        )
+        return _BatchPlan(**self._call, packed=False, started=self.started)
 
     def packs(self, indexes: list[int]) -> bool:
         """Whether the body of these threads is packed."""
