@@ -640,17 +640,18 @@ export class Graders {
         ...(groups === undefined ? {} : { groups: indexes.map((i) => groups[i] as number) }),
         ...(deadline === undefined ? {} : { deadlineMs: deadline }),
       };
-      let body: { body: string; type: string | undefined };
-      if (packed)
-        body = bodyOf(
-          indexes.map((i) => wire[i] as WireThread),
-          fields,
-        );
-      else {
+      // as JSON, a part joins the threads it serialized for sizing
+      const joined = () => {
         const extra = JSON.stringify(fields).slice(1, -1);
-        body = { body: `{"threads":[${indexes.map((i) => serialized[i]).join(",")}]${extra ? `,${extra}` : ""}}`, type: undefined };
-      }
-      const answer = await post(body.body, indexes.length, deadline, body.type);
+        return `{"threads":[${indexes.map((i) => serialized[i]).join(",")}]${extra ? `,${extra}` : ""}}`;
+      };
+      const made = packed
+        ? bodyOf(
+            indexes.map((i) => wire[i] as WireThread),
+            fields,
+          )
+        : { body: joined(), type: undefined };
+      const answer = await post(made.body, indexes.length, deadline, made.type);
       answer.results.forEach((r, j) => {
         results[indexes[j] as number] = r;
       });

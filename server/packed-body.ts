@@ -5,15 +5,15 @@
 // sandbox as it came. The checks are the JSON path's: the same limits, refused with the same codes.
 
 import type { FastifyInstance } from "fastify";
-import { type $ZodType, safeParse } from "zod/v4/core";
+import type { $ZodType } from "zod/v4/core";
 import { PackedThreads } from "../sandbox/host/packed-threads.ts";
 import { PACKED_BATCH_TYPE } from "../sdk/packed-batch.ts";
 import { isRole, type Metadata, ROLE_RULE, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { AppError, checkBatchSize } from "./errors.ts";
 import { parseUntrustedJson, readUtf8Body } from "./json-body.ts";
-import { MAX_METADATA_DEPTH } from "./schemas.ts";
-import { firstIssues, issuesText } from "./validator.ts";
+import { MAX_METADATA_DEPTH, scanNesting } from "./schemas.ts";
+import { checkBounded, issuesText } from "./validator.ts";
 
 const NEWLINE = "\n";
 const FORM = `a packed batch (${PACKED_BATCH_TYPE}) is the request's options as JSON, a newline, the batch's head as JSON, a newline, then every turn's content`;
@@ -50,16 +50,14 @@ export function parsePacked(body: string, config: Limits, options: $ZodType): Re
     throw new AppError("INVALID_REQUEST", `${FORM}; the options are not a JSON object`);
   if ("threads" in opts) throw new AppError("INVALID_REQUEST", "a packed batch's threads are its head and contents, not an options field");
   // zod words what is wrong as it does for a JSON body: its first issues, found with bounded work
-  const { issues, more } = firstIssues(options, opts);
-  if (issues.length > 0) throw new AppError("INVALID_REQUEST", issuesText(issues, more));
-  const checked = safeParse(options, opts);
-  if (!checked.success) throw new AppError("INVALID_REQUEST", issuesText(checked.error.issues, false));
+  const checked = checkBounded(options, opts);
+  if ("issues" in checked) throw new AppError("INVALID_REQUEST", issuesText(checked.issues, checked.more));
   const head = body.slice(first + 1, second);
   const text = body.slice(second + 1);
   const { nums, metadata, others, normalize } = checkHead(json(head, "head"), text.length, config);
   // a metadata number JSON would not keep (Infinity, -0): the isolate gets what the JSON path would send it
   const sent = normalize ? PackedThreads.head(nums, metadata, others) : head;
-  return { ...(checked.data as Record<string, unknown>), threads: new PackedThreads(sent, text, nums, metadata, others) };
+  return { ...(checked.value as Record<string, unknown>), threads: new PackedThreads(sent, text, nums, metadata, others) };
 }
 
 function json(text: string, what: string): unknown {
@@ -74,42 +72,12 @@ function json(text: string, what: string): unknown {
 const isInt = (v: unknown, min: number, max: number): v is number => typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
 const isPlainObject = (v: unknown): v is Metadata => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 /** a value in an error message by its kind: never the value itself, which may be megabytes or nested past the stack */
-const describe = (v: unknown): string =>
-  typeof v === "number"
-    ? String(v)
-    : v === null
-      ? "null"
-      : v === undefined
-        ? "missing"
-        : Array.isArray(v)
-          ? "an array"
-          : typeof v === "object"
-            ? "an object"
-            : `a ${typeof v}`;
-
-/**
- * What a thread's metadata holds that JSON's round trip would not keep: "deep" past the limit,
- * "numbers" when a number is not finite (1e999 parses as Infinity) or -0, which the JSON path
- * sends the isolate as null and 0. Iterative, one visit per value (as nestsDeeperThan).
- */
-function metadataProblem(value: Metadata): "deep" | "numbers" | undefined {
-  let numbers = false;
-  const values: unknown[] = [value];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const v = values.pop() as object;
-    const depth = depths.pop() as number;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (typeof child === "number") {
-        if (!Number.isFinite(child) || Object.is(child, -0)) numbers = true;
-      } else if (child !== null && typeof child === "object") {
-        if (depth + 1 > MAX_METADATA_DEPTH) return "deep";
-        values.push(child);
-        depths.push(depth + 1);
-      }
-    }
-  }
-  return numbers ? "numbers" : undefined;
+function describe(v: unknown): string {
+  if (typeof v === "number") return String(v);
+  if (v === null) return "null";
+  if (v === undefined) return "missing";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : `a ${typeof v}`;
 }
 
 /**
@@ -173,7 +141,7 @@ export function checkHead(
     const m = metadata[t];
     if (m === null) continue;
     if (!isPlainObject(m)) throw bad(`thread ${t}: metadata must be null or an object, not ${describe(m)}`);
-    const problem = metadataProblem(m);
+    const problem = scanNesting(m, MAX_METADATA_DEPTH, true);
     if (problem === "deep") {
       throw bad(
         `thread ${t}: metadata nests objects and arrays more than ${MAX_METADATA_DEPTH} levels deep; the limit is ${MAX_METADATA_DEPTH}: flatten it`,

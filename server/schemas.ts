@@ -56,27 +56,33 @@ export const DescriptionUpdate = DescriptionText.optional().describe("the new de
 /** Levels of objects and arrays a thread's metadata may nest, the metadata object itself included. */
 export const MAX_METADATA_DEPTH = 64;
 
+/** Whether a parsed JSON value nests more than `limit` objects and arrays deep (scanNesting). */
+export const nestsDeeperThan = (value: unknown, limit: number): boolean => scanNesting(value, limit) === "deep";
+
 /**
- * Whether a parsed JSON value nests more than `limit` objects and arrays deep. Iterative (deep
- * input cannot overflow the stack here) and it stops at the first container past the limit, so it
- * costs at most one visit per value.
+ * "deep" when a parsed JSON value nests more than `limit` objects and arrays deep; with
+ * `numbers`, else "numbers" when it holds a number JSON.stringify would not keep (not finite, as
+ * 1e999 parses, or -0: they become null and 0). Iterative (deep input cannot overflow the stack
+ * here) and it stops at the first container past the limit, so it costs at most one visit per value.
  */
-export function nestsDeeperThan(value: unknown, limit: number): boolean {
+export function scanNesting(value: unknown, limit: number, numbers = false): "deep" | "numbers" | undefined {
+  let unkept = false;
   const values: unknown[] = [value];
   const depths: number[] = [1];
   while (values.length > 0) {
     const v = values.pop();
     const depth = depths.pop() as number;
     if (v === null || typeof v !== "object") continue;
-    if (depth > limit) return true;
+    if (depth > limit) return "deep";
     for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (numbers && typeof child === "number" && (!Number.isFinite(child) || Object.is(child, -0))) unkept = true;
       if (child === null || typeof child !== "object") continue;
-      if (depth + 1 > limit) return true;
+      if (depth + 1 > limit) return "deep";
       values.push(child);
       depths.push(depth + 1);
     }
   }
-  return false;
+  return unkept ? "numbers" : undefined;
 }
 
 export const Role = z

@@ -128,6 +128,19 @@ function leaf(schema: $ZodType, value: unknown, path: Path, found: $ZodIssue[], 
 }
 
 /**
+ * zod's verdict on `value` with work bounded by its size: what zod returns for a good value, or
+ * the first issues of a bad one (a bad value never reaches safeParse whole).
+ */
+export function checkBounded(schema: $ZodType, value: unknown): { value: unknown } | { issues: $ZodIssue[]; more: boolean } {
+  const { issues, more } = firstIssues(schema, value);
+  if (issues.length > 0) return { issues, more };
+  const parsed = safeParse(schema, value);
+  if (parsed.success) return { value: parsed.data };
+  // not reached while firstIssues agrees with zod (test/big-bodies.test.ts holds it to that)
+  return { issues: parsed.error.issues.slice(0, MAX_LISTED_ISSUES), more: parsed.error.issues.length > MAX_LISTED_ISSUES };
+}
+
+/**
  * The validator compiler: fastify-type-provider-zod's, except that plain grading bodies skip zod
  * (fast-body.ts), and a bad value is answered with firstIssues instead of zod's every issue.
  */
@@ -135,15 +148,9 @@ export const boundedValidatorCompiler: FastifySchemaCompiler<$ZodType> = ({ sche
   const plain = fastBodies.get(schema);
   return (data) => {
     if (plain?.(data)) return { value: data };
-    // a bad value must never reach safeParse whole; a good one (no issue found) is zod's to return
-    let { issues, more } = firstIssues(schema, data);
-    if (issues.length === 0) {
-      const parsed = safeParse(schema, data);
-      if (parsed.success) return { value: parsed.data };
-      // not reached while firstIssues agrees with zod (test/big-bodies.test.ts holds it to that)
-      issues = parsed.error.issues.slice(0, MAX_LISTED_ISSUES);
-      more = parsed.error.issues.length > MAX_LISTED_ISSUES;
-    }
+    const checked = checkBounded(schema, data);
+    if ("value" in checked) return checked;
+    const { issues, more } = checked;
     const listed: FastifySchemaValidationError[] = issues.map(({ code, path, message, ...params }) => ({
       [ZOD_ISSUE]: true,
       keyword: code,

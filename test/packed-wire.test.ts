@@ -71,6 +71,28 @@ after(() => server.close());
 const post = (path: string, body: string, type = PACKED_BATCH_TYPE) =>
   fetch(`${server.url}${base}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": type }, body });
 
+/** 20 clean jobs make a grader trusted (sandbox/host/trust.ts): only a trusted grader's batch is split */
+async function trust(graderKey: string) {
+  for (let i = 0; i < 20; i++) await client.graders.grade({ graderKey, thread: SHAPES[0] as WireThread });
+}
+
+/** the parts the pool hands its scheduler while `run` runs */
+async function countParts(run: () => Promise<void>): Promise<number> {
+  const scheduler = (server.pool as unknown as { scheduler: { grade: (...args: unknown[]) => unknown } }).scheduler;
+  const grade = scheduler.grade;
+  let parts = 0;
+  scheduler.grade = (...args) => {
+    parts++;
+    return grade.apply(scheduler, args);
+  };
+  try {
+    await run();
+  } finally {
+    scheduler.grade = grade;
+  }
+  return parts;
+}
+
 async function refused(body: string, status: number, code: string, detail: RegExp) {
   const res = await post("/echo/grade-batch", body);
   const problem = (await res.json()) as { code: string; detail: string };
@@ -87,24 +109,14 @@ test("a packed batch grades every shape of thread as its JSON twin does, whole o
     body: JSON.stringify({ threads }),
   }).then((r) => r.json() as Promise<{ results: unknown[] }>);
   assert.equal(asJson.results.length, threads.length);
-  // a trusted grader's batch (20 clean jobs: sandbox/host/trust.ts) is split across idle workers, each part a slice of the packed batch:
-  for (let i = 0; i < 20; i++) await client.graders.grade({ graderKey: "echo", thread: SHAPES[0] as WireThread });
-  // count the parts the pool hands its scheduler, and every time the same results
-  const scheduler = (server.pool as unknown as { scheduler: { grade: (...args: unknown[]) => unknown } }).scheduler;
-  const grade = scheduler.grade;
-  let parts = 0;
-  scheduler.grade = (...args) => {
-    parts++;
-    return grade.apply(scheduler, args);
-  };
-  try {
+  // a trusted grader's batch is split across idle workers, each part a slice of the packed batch
+  await trust("echo");
+  const parts = await countParts(async () => {
     for (let round = 0; round < 3; round++) {
       const packed = await post("/echo/grade-batch", packedBody(threads, {})).then((r) => r.json() as Promise<{ results: unknown[] }>);
       assert.deepEqual(packed.results, asJson.results);
     }
-  } finally {
-    scheduler.grade = grade;
-  }
+  });
   assert.ok(parts > 3, `some packed batch was split across the workers (${parts} parts for 3 batches)`);
   // and through the SDK, which sends the packed wire
   assert.deepEqual((await client.graders.gradeBatch({ graderKey: "echo", threads })).results, asJson.results);
@@ -147,12 +159,17 @@ test("metadata numbers JSON would not keep (1e999, -0) reach the grader as the J
   const body = (n: number) =>
     `{}\n[[${Array(n).fill("1,0,1").join(",")}],[${Array(n).fill('{"x":1e999,"z":-0,"b":-1e400}').join(",")}]]\n${"x".repeat(n)}`;
   const asJson = { x: "null", negz: false, b: "null" };
-  for (const n of [1, 200]) {
+  const check = async (n: number) => {
     const res = await post("/numbers/grade-batch", body(n));
     const results = ((await res.json()) as { results: Array<{ metadata: unknown }> }).results;
     assert.equal(res.status, 200);
+    assert.equal(results.length, n);
     for (const r of results) assert.deepEqual(r.metadata, asJson);
-  }
+  };
+  // whole (a grader not yet trusted is never split), then split across the workers
+  assert.equal(await countParts(() => check(200)), 1);
+  await trust("numbers");
+  assert.ok((await countParts(() => check(200))) > 1, "the trusted grader's batch was split");
 });
 
 test("a combined grader reads a packed batch unpacked", async () => {

@@ -696,8 +696,9 @@ class Graders:
 
 class _BatchPlan:
     """One grade_batch call apart from its I/O (shared by Gradebox and AsyncGradebox): the
-    arguments checked, the threads encoded once (packed, or as JSON when one cannot be), cut into requests the server's limits admit
-    (never through a group), each request's body, and the answers merged."""
+    arguments checked, the threads encoded once (packed, or as JSON when one cannot be), cut
+    into requests the server's limits admit (never through a group), each request's body, and
+    the answers merged."""
 
     def __init__(
         self,
