@@ -8,8 +8,10 @@
 // other is not running): a batch of 1,000 threads from 1 and from 4 concurrent clients, then single
 // grades one after another; then its peak RSS is read and it is stopped. Gradebox is the real
 // server (server/main.ts, 2 sandbox workers, SQLite) in its own process, called through the SDK,
-// whose Node transport is sdk/node.ts's nodeTransport; workerd is called through that same
-// nodeTransport. Every reply is checked (every result there, every score a number) and the two
+// whose Node transport is sdk/node.ts's nodeTransport (the SDK sends the packed wire,
+// sdk/packed-batch.ts); workerd is called through that same nodeTransport with JSON. Gradebox's
+// batch rows run again with the same batches as a JSON body from that client code (the `JSON
+// body` rows, `…Json` ratios), so one run shows what the packed wire changes. Every reply is checked (every result there, every score a number) and the two
 // systems' results for the first batch are compared, so that a broken side cannot look fast.
 //
 // Standalone: node --no-node-snapshot --import tsx bench/workerd.ts
