@@ -3,9 +3,13 @@
 
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { once } from "node:events";
+import { packBatch } from "../sandbox/protocol/batch.ts";
+import type { EngineLimits } from "../sandbox/protocol/requests.ts";
+import { Engine } from "../sandbox/worker/engine.ts";
+import type { WireThread } from "../sdk/thread.ts";
 import { defaultTransport } from "../sdk/transport.ts";
 import { freePort, repoRoot } from "../test/support/helpers.ts";
-import { latencies } from "./latency.ts";
+import { latencies, pct } from "./latency.ts";
 
 /** A Node IPC round trip (advanced serialization, as the pool uses) carrying one thread. */
 export async function ipcRoundTrip(thread: unknown) {
@@ -45,6 +49,32 @@ app.listen({ port: ${port}, host: "127.0.0.1" }).then(() => process.send("up"));
   } finally {
     child.kill();
   }
+}
+
+/**
+ * One thread through the sandbox engine in this process, each call after `idleMs` asleep (a
+ * single call's worker sleeps between requests, and an isolate call from a cold core costs more
+ * than one back to back): the isolate's share of a single call, with no IPC, no watchdog and no
+ * memory accounting around it.
+ */
+export function engineSingleCall(compiled: string, threads: readonly WireThread[], limits: EngineLimits, idleMs = 0.4) {
+  const engine = new Engine(limits);
+  const grader = { id: "floor", project: "bench", compiled };
+  const batches = threads.slice(0, 200).map((t) => packBatch([t]));
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  const lat: number[] = [];
+  try {
+    for (let i = 0; i < 1700; i++) {
+      Atomics.wait(sleeper, 0, 0, idleMs);
+      const t0 = performance.now();
+      const [outcome] = engine.gradeBatch(grader, batches[i % batches.length]);
+      if (i >= 200) lat.push(performance.now() - t0);
+      if (!outcome || !("score" in outcome)) throw new Error(`the engine floor's grader failed: ${JSON.stringify(outcome)}`);
+    }
+  } finally {
+    engine.dispose();
+  }
+  return { p50Ms: pct(lat, 0.5) };
 }
 
 /**

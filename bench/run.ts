@@ -22,7 +22,7 @@ import { type Grade, gradeAll, nativeGrader, stringThreadPrelude } from "./nativ
 import { childPids, cpuUs, sandboxWorkers, serverRole, statusKb } from "./proc.ts";
 import { provenance } from "./provenance.ts";
 import { pythonRows } from "./python.ts";
-import { type Row, workerdRows, workerdTargets, workerdVersion } from "./workerd.ts";
+import { type Row, type Target, targetsTable, workerdRows, workerdTargets, workerdVersion } from "./workerd.ts";
 
 const LIMITS = { timeoutMs: 1000, memoryMb: 64, maxWarm: 256, maxWarmHeapMb: 384 };
 const BATCH = 250;
@@ -360,7 +360,7 @@ for (const r of rows) {
 const heavyEngine = rows.find((r) => r.row === "(d) sandbox engine, batch" && r.grader === "heavy");
 const heavyOneWorker = rows.find((r) => r.row === "(d¹) sandbox engine, batch, one worker");
 const heavyNativeUs = 1e6 / native.heavy;
-const targets: Array<{ target: string; measured: number; limit: number; atLeast: boolean }> = [
+const targets: Target[] = [
   {
     target: "heavy grader: CPU per item inside the isolate ÷ native (d¹ ÷ a)",
     measured: +((heavyOneWorker?.cpuUsPerItem?.["in isolate"] ?? Number.NaN) / heavyNativeUs).toFixed(2),
@@ -387,11 +387,7 @@ console.log(`\nGradebox bench — commit ${commit}, ${machine}, workerd ${worker
 console.log(lines.join("\n"));
 console.log("\n| measure | value |\n|---|---:|");
 for (const [k, v] of Object.entries(extra)) console.log(`| ${k} | ${v} |`);
-console.log("\n| target (issues 17, 24, 28, 29) | measured | goal | met |\n|---|---:|---:|---|");
-for (const t of targets) {
-  const met = t.atLeast ? t.measured >= t.limit : t.measured <= t.limit;
-  console.log(`| ${t.target} | ${t.measured} | ${t.atLeast ? "≥" : "≤"} ${t.limit} | ${met ? "yes" : "no"} |`);
-}
+console.log(`\n${targetsTable(targets, "target (issues 17, 24, 28, 29)")}`);
 writeFileSync(
   new URL("results.json", import.meta.url),
   `${JSON.stringify({ commit, node: process.version, machine, workerd: workerdVersion(), date: new Date().toISOString(), rows, extra, targets }, null, 2)}\n`,
