@@ -52,10 +52,11 @@ app.listen({ port: ${port}, host: "127.0.0.1" }).then(() => process.send("up"));
 }
 
 /**
- * One thread through the sandbox engine in this process, each call after `idleMs` asleep (a
- * single call's worker sleeps between requests, and an isolate call from a cold core costs more
+ * One thread through the sandbox engine in this process, each call after the thread slept
+ * `idleMs` (a single call's worker sleeps between requests, and a call after a sleep costs more
  * than one back to back): the isolate's share of a single call, with no IPC, no watchdog and no
- * memory accounting around it.
+ * memory accounting around it. A floor, not the worker's cost: nothing else runs between the
+ * calls to take the caches, and this process has Node's default V8 flags, not the worker's.
  */
 export function engineSingleCall(compiled: string, threads: readonly WireThread[], limits: EngineLimits, idleMs = 0.4) {
   const engine = new Engine(limits);
