@@ -135,10 +135,18 @@ export function unpackThreads(
   return threads;
 }
 
+/** The threads of a packed batch's head (as JSON) and text; trusts its input, as unpackThreads does. */
+export function unpackBatch({ head, text }: Pick<PackedBatch, "head" | "text">): WireThread[] {
+  const parsed = JSON.parse(head) as [number[], Array<Metadata | null>, unknown?, string[]?];
+  return unpackThreads(parsed[0], parsed[1], parsed[3] ?? [], text);
+}
+
 /** A packed body read back as the JSON body it stands for (packedBody undone), for a proxy or a test that looks into one. */
 export function unpackBody(body: string): Record<string, unknown> & { threads: WireThread[] } {
   const first = body.indexOf("\n");
   const second = body.indexOf("\n", first + 1);
-  const head = JSON.parse(body.slice(first + 1, second)) as [number[], Array<Metadata | null>, null?, string[]?];
-  return { ...JSON.parse(body.slice(0, first)), threads: unpackThreads(head[0], head[1], head[3] ?? [], body.slice(second + 1)) };
+  return {
+    ...JSON.parse(body.slice(0, first)),
+    threads: unpackBatch({ head: body.slice(first + 1, second), text: body.slice(second + 1) }),
+  };
 }

@@ -24,7 +24,7 @@ const ROLE_SET: ReadonlySet<unknown> = new Set(ROLES);
 export const fastBodies = new WeakMap<$ZodType, (body: unknown) => boolean>();
 
 /** An object as JSON.parse makes it: not null, not an array, Object.prototype its prototype. */
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
 /** true when every own key of `o` is one of `allowed` */

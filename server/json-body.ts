@@ -19,6 +19,16 @@ export function parseUntrustedJson(text: string): unknown {
   return suspect(text) ? sjson.parse(text, undefined, { protoAction: "error", constructorAction: "error" }) : JSON.parse(text);
 }
 
+/** parseUntrustedJson for a request's text: what is wrong with it is a 400 INVALID_JSON naming `what` ("the request body"). */
+export function parseJsonOrRefuse(text: string, what: string): unknown {
+  try {
+    return parseUntrustedJson(text);
+  } catch (error) {
+    const why = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
+    throw new AppError("INVALID_JSON", `${what} is not valid JSON: ${why}`);
+  }
+}
+
 /**
  * A request body's text, decoded chunk by chunk as it arrives, instead of Fastify's parseAs
  * "buffer" (every chunk kept until the end, then copied into one buffer). Both live outside V8's
@@ -94,10 +104,9 @@ export function registerJsonParser(app: FastifyInstance): void {
       if (error || text === undefined) return done(error);
       if (text.trim() === "") return done(new AppError("INVALID_JSON", "the request body is empty; send a JSON object"), undefined);
       try {
-        done(null, parseUntrustedJson(text));
+        done(null, parseJsonOrRefuse(text, "the request body"));
       } catch (error) {
-        const message = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
-        done(new AppError("INVALID_JSON", `the request body is not valid JSON: ${message}`), undefined);
+        done(error as Error, undefined);
       }
     }),
   );

@@ -11,7 +11,8 @@ import { PACKED_BATCH_TYPE } from "../sdk/packed-batch.ts";
 import { isRole, type Metadata, ROLE_RULE, ROLES } from "../sdk/thread.ts";
 import type { Config } from "./config.ts";
 import { AppError, checkBatchSize } from "./errors.ts";
-import { parseUntrustedJson, readUtf8Body } from "./json-body.ts";
+import { isPlainObject } from "./fast-body.ts";
+import { parseJsonOrRefuse, readUtf8Body } from "./json-body.ts";
 import { MAX_METADATA_DEPTH, scanNesting } from "./schemas.ts";
 import { checkBounded, issuesText } from "./validator.ts";
 
@@ -45,7 +46,7 @@ export function parsePacked(body: string, config: Limits, options: $ZodType): Re
   const first = body.indexOf(NEWLINE);
   const second = first < 0 ? -1 : body.indexOf(NEWLINE, first + 1);
   if (second < 0) throw new AppError("INVALID_REQUEST", `${FORM}; this body has ${first < 0 ? "no" : "one"} newline`);
-  const opts = json(body.slice(0, first), "options");
+  const opts = parseJsonOrRefuse(body.slice(0, first), "the packed batch's options");
   if (typeof opts !== "object" || opts === null || Array.isArray(opts))
     throw new AppError("INVALID_REQUEST", `${FORM}; the options are not a JSON object`);
   if ("threads" in opts) throw new AppError("INVALID_REQUEST", "a packed batch's threads are its head and contents, not an options field");
@@ -54,23 +55,13 @@ export function parsePacked(body: string, config: Limits, options: $ZodType): Re
   if ("issues" in checked) throw new AppError("INVALID_REQUEST", issuesText(checked.issues, checked.more));
   const head = body.slice(first + 1, second);
   const text = body.slice(second + 1);
-  const { nums, metadata, others, normalize } = checkHead(json(head, "head"), text.length, config);
+  const { nums, metadata, others, normalize } = checkHead(parseJsonOrRefuse(head, "the packed batch's head"), text.length, config);
   // a metadata number JSON would not keep (Infinity, -0): the isolate gets what the JSON path would send it
   const sent = normalize ? PackedThreads.head(nums, metadata, others) : head;
   return { ...(checked.value as Record<string, unknown>), threads: new PackedThreads(sent, text, nums, metadata, others) };
 }
 
-function json(text: string, what: string): unknown {
-  try {
-    return parseUntrustedJson(text);
-  } catch (error) {
-    const why = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
-    throw new AppError("INVALID_JSON", `the packed batch's ${what} is not valid JSON: ${why}`);
-  }
-}
-
 const isInt = (v: unknown, min: number, max: number): v is number => typeof v === "number" && Number.isInteger(v) && v >= min && v <= max;
-const isPlainObject = (v: unknown): v is Metadata => typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 /** a value in an error message by its kind: never the value itself, which may be megabytes or nested past the stack */
 function describe(v: unknown): string {
   if (typeof v === "number") return String(v);

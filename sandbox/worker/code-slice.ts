@@ -5,8 +5,7 @@
 // progress slot name the item running, so a run isolated-vm cannot interrupt costs its worker
 // and the pool blames that item.
 
-import { unpackThreads } from "../../sdk/packed-batch.ts";
-import type { Metadata, WireThread } from "../../sdk/thread.ts";
+import { unpackBatch } from "../../sdk/packed-batch.ts";
 import { gradeThread } from "../code/grade.ts";
 import { JsRunner } from "../code/js-runner.ts";
 import type { CodeOutcome } from "../code/outcomes.ts";
@@ -20,12 +19,6 @@ import { MAX_MESSAGE, type SliceResult } from "../protocol/replies.ts";
 import type { GraderCode, SliceOptions } from "../protocol/requests.ts";
 import type { PythonTemplate } from "../python/template.ts";
 import type { CallWatch } from "./runtime.ts";
-
-/** The batch's threads, decoded as isolate/batch-reader.ts reads them. */
-function unpack(batch: PackedBatch): WireThread[] {
-  const head = JSON.parse(batch.head) as [number[], Array<Metadata | null>, unknown?, string[]?];
-  return unpackThreads(head[0], head[1], head[3] ?? [], batch.text);
-}
 
 /** how many projects' Python runners a worker keeps warm (each is an isolate of ~100 MB, two with assert-style tests): the least recently used goes */
 export const MAX_PYTHON_RUNNERS = 2;
@@ -172,7 +165,7 @@ export function gradeCodeSlice(
 ): SliceResult {
   const spec = parseCodeSpec(grader.compiled);
   runners.select(grader.project);
-  const threads = unpack(batch);
+  const threads = unpackBatch(batch);
   const count = Math.min(batch.count, options.end);
   const slot = progress ? new Float64Array(progress) : undefined;
   // only a code grader's words: the host refuses any other code from this path (host/replies.ts)

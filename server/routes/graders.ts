@@ -456,8 +456,10 @@ export async function graderRoutes(
       const started = performance.now();
       const { deadlineMs, onUnavailable } = req.body;
       const grouped = req.body.groupBy !== undefined || req.body.groups !== undefined;
-      const threads = grouped ? threadObjects(sent) : sent;
-      const grouping = grouped ? groupsOf(threadObjects(sent), req.body) : undefined;
+      // grouping reads thread objects: a grouped packed batch is unpacked
+      const objects = grouped ? threadObjects(sent) : undefined;
+      const threads = objects ?? sent;
+      const grouping = objects && groupsOf(objects, req.body);
       // the deadline counts from the request's arrival: reading a large body is part of the wait
       const deadlineAt = deadlineMs === undefined ? undefined : Math.round(Date.now() - reply.elapsedTime + deadlineMs);
       const { outcomes, version, provenance } = await grading.gradeByKey(req.params.project, req.params.graderKey, threads, {

@@ -11,7 +11,7 @@ import type { FastifyInstance } from "fastify";
 import type { Config } from "../config.ts";
 import { AppError } from "../errors.ts";
 import type { Grading } from "../grading.ts";
-import { parseUntrustedJson } from "../json-body.ts";
+import { parseJsonOrRefuse } from "../json-body.ts";
 import { refuseGroupOnly } from "../results.ts";
 import type { Store } from "../store.ts";
 import { authenticateToken, grantOf } from "../token-auth.ts";
@@ -41,10 +41,9 @@ export async function gymRoutes(fastify: FastifyInstance, { config, store, gradi
   fastify.removeContentTypeParser("application/json");
   fastify.addContentTypeParser("application/json", { parseAs: "string" }, (_req, text, done) => {
     try {
-      done(null, { raw: text as string, value: parseUntrustedJson(text as string) } satisfies RawBody);
+      done(null, { raw: text as string, value: parseJsonOrRefuse(text as string, "the request body") } satisfies RawBody);
     } catch (error) {
-      const message = error instanceof SyntaxError ? error.message : "it uses __proto__ or constructor.prototype keys, which are refused";
-      done(new AppError("INVALID_JSON", `the request body is not valid JSON: ${message}`), undefined);
+      done(error as Error, undefined);
     }
   });
   const objectBody = (body: unknown, what: string): { raw: string; value: Record<string, unknown> } => {

@@ -290,7 +290,9 @@ class AsyncGraders:
         try:
             return await self._send(plan, version)
         except _PackedRefused:
-            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes
+            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes,
+            # and JSON from here on
+            self._client._packed_refused = True
             return await self._send(plan.as_json(), version)
 
     async def _send(self, plan: _BatchPlan, version: int | None) -> tuple[BatchResult, builtins.list[str | None]]:

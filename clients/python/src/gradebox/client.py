@@ -311,7 +311,6 @@ class _Call:
         self.method, self.path, self.headers, self.data = method, path, headers, data
         #: raw_body is a packed batch (the packed wire): a 415 says the server predates it
         self._packed = packed
-        self._client = client
         self.retry = retry
         self._max_retries: int = client.max_retries
         self._timeout: float = client.timeout
@@ -368,8 +367,7 @@ class _Call:
         if not isinstance(problem, dict):
             problem = {"detail": text[:500]} if text else {}
         if response.status == 415 and self._packed:
-            # a server from before the packed wire: grade_batch starts again as JSON, and stays with it
-            self._client._packed_refused = True
+            # a server from before the packed wire: grade_batch starts again as JSON
             raise _PackedRefused()
         if self._can_retry and response.status in RETRY_STATUS and problem.get("code") not in LASTING_CODES:
             wait = _retry_after(response.headers.get("retry-after"))
@@ -670,7 +668,9 @@ class Graders:
         try:
             return self._send(plan, version)
         except _PackedRefused:
-            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes
+            # a server from before the packed wire: the batch again as JSON, cut by JSON's sizes,
+            # and JSON from here on
+            self._client._packed_refused = True
             return self._send(plan.as_json(), version)
 
     def _send(self, plan: _BatchPlan, version: int | None) -> tuple[BatchResult, builtins.list[str | None]]:
