@@ -183,12 +183,15 @@ describe("through a real isolate", () => {
 describe("one batch split across workers", () => {
   let s: TestServer;
   const base = "/v1/projects/split/graders";
+  /** twenty clean jobs make a grader trusted; only trusted graders are split */
+  const trust = async (key: string) => {
+    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/${key}/grade`, { thread: thread("x", { i }) });
+  };
   before(async () => {
     s = await startServer({ env: { GRADEBOX_WORKERS: "2" } });
     const res = await call(s.app, "POST", base, { key: "index", source: "async (t) => Number(t.metadata.i ?? 0)" });
     assert.equal(res.status, 201, JSON.stringify(res.body));
-    // twenty clean jobs make a grader trusted; only trusted graders are split
-    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/index/grade`, { thread: thread("x", { i }) });
+    await trust("index");
   });
   after(() => s.close());
 
@@ -203,7 +206,7 @@ describe("one batch split across workers", () => {
 
     // a grader warm on one worker only: the split batch warms it on the other one too
     await call(s.app, "POST", base, { key: "double", source: "async (t) => Number(t.metadata.i ?? 0) * 2" });
-    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/double/grade`, { thread: thread("x", { i }) });
+    await trust("double");
     const warmBefore = (await s.pool.stats()).map((w) => w.warm);
     const split = await call(s.app, "POST", `${base}/double/grade-batch`, { threads });
     assert.deepEqual(
@@ -223,7 +226,7 @@ describe("one batch split across workers", () => {
       key: "steady",
       source: "async (t) => { const end = Date.now() + 10; while (Date.now() < end) {} return Number(t.metadata.i ?? 0) }",
     });
-    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/steady/grade`, { thread: thread("x", { i: 0 }) });
+    await trust("steady");
     // the pool's worker handles (sandbox/host/supervisor.ts): every grade request it sends, with or without its batch
     const workers = (
       s.pool as unknown as {
@@ -262,7 +265,7 @@ describe("one batch split across workers", () => {
       key: "slow",
       source: "async (t) => { const end = Date.now() + 20; while (Date.now() < end) {} return Number(t.metadata.i ?? 0) }",
     });
-    for (let i = 0; i < 20; i++) await call(s.app, "POST", `${base}/slow/grade`, { thread: thread("x", { i: 0 }) });
+    await trust("slow");
     const threads = Array.from({ length: 64 }, (_, i) => thread("x", { i }));
     const restarts = s.pool.restarts;
     const pending = call(s.app, "POST", `${base}/slow/grade-batch`, { threads });
